@@ -1,0 +1,3 @@
+//! Neural-network building blocks on top of `autograd`: modules, parameters,
+//! layers, losses and checkpoints.
+#![forbid(unsafe_code)]

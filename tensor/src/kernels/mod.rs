@@ -1,0 +1,278 @@
+//! The kernel room: the only module of the workspace with `unsafe` and `std::arch`.
+//!
+//! It holds the GEMM bridge to matrixmultiply (raw pointers, checked against slice
+//! bounds before every call) and the AVX2/FMA paths for f32 transcendentals, chosen
+//! at run time with a portable fallback. The fallback uses the standard library's
+//! functions; the AVX2 polynomials agree with them to a few ulp (tested below with a
+//! relative tolerance of 1e-6). `f64` always uses the standard library, so numerics
+//! checked in `f64` are those of the platform's libm.
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+mod portable;
+
+/// A strided matrix view into a slice, as matrixmultiply takes it.
+#[derive(Clone, Copy, Debug)]
+pub struct MatRef<'a, T> {
+    /// Storage the view points into.
+    pub data: &'a [T],
+    /// Position of element (0, 0) in `data`.
+    pub offset: usize,
+    /// Number of rows.
+    pub rows: usize,
+    /// Number of columns.
+    pub cols: usize,
+    /// Distance between consecutive rows.
+    pub row_stride: isize,
+    /// Distance between consecutive columns.
+    pub col_stride: isize,
+}
+
+impl<T> MatRef<'_, T> {
+    /// True when every element of the view lies inside `data`.
+    fn in_bounds(&self) -> bool {
+        if self.rows == 0 || self.cols == 0 {
+            return true;
+        }
+        let base = self.offset as isize;
+        let r = (self.rows as isize - 1) * self.row_stride;
+        let c = (self.cols as isize - 1) * self.col_stride;
+        let lo = base + r.min(0) + c.min(0);
+        let hi = base + r.max(0) + c.max(0);
+        lo >= 0 && (hi as usize) < self.data.len()
+    }
+}
+
+/// Per-element-type kernels: GEMM and vectorised transcendentals.
+pub trait Kernels: Copy + Send + Sync + 'static {
+    /// `C = A · B` where A is `m × k`, B is `k × n`, and C is `m × n` stored row-major
+    /// in `c` with row stride `ldc` (≥ n). `c` need not be initialised.
+    fn gemm(a: MatRef<'_, Self>, b: MatRef<'_, Self>, c: &mut [Self], ldc: usize);
+    /// `out[i] = exp(x[i])`.
+    fn exp_slice(x: &[Self], out: &mut [Self]);
+    /// `out[i] = tanh(x[i])`.
+    fn tanh_slice(x: &[Self], out: &mut [Self]);
+    /// `out[i] = 1 / (1 + exp(-x[i]))`.
+    fn sigmoid_slice(x: &[Self], out: &mut [Self]);
+    /// `out[i] = ln(1 + exp(x[i]))`, stable for large and very negative inputs.
+    fn softplus_slice(x: &[Self], out: &mut [Self]);
+}
+
+fn check_gemm<T>(a: &MatRef<'_, T>, b: &MatRef<'_, T>, c: &[T], ldc: usize) {
+    assert_eq!(a.cols, b.rows, "gemm: inner dimensions");
+    assert!(
+        a.in_bounds() && b.in_bounds(),
+        "gemm: operand out of bounds"
+    );
+    assert!(ldc >= b.cols, "gemm: ldc smaller than n");
+    if a.rows > 0 && b.cols > 0 {
+        assert!(
+            (a.rows - 1) * ldc + b.cols <= c.len(),
+            "gemm: output out of bounds"
+        );
+    }
+}
+
+macro_rules! gemm_impl {
+    ($t:ty, $f:path) => {
+        fn gemm(a: MatRef<'_, $t>, b: MatRef<'_, $t>, c: &mut [$t], ldc: usize) {
+            check_gemm(&a, &b, c, ldc);
+            let (m, k, n) = (a.rows, a.cols, b.cols);
+            if m == 0 || n == 0 {
+                return;
+            }
+            if k == 0 {
+                for row in c.chunks_mut(ldc).take(m) {
+                    row[..n].fill(0.0);
+                }
+                return;
+            }
+            // SAFETY: `check_gemm` verified that every element addressed through A's and
+            // B's strides lies inside their slices, and that C's m rows of n elements at
+            // row stride `ldc` (column stride 1, so no aliasing) lie inside `c`. With
+            // beta = 0, C is written without being read.
+            unsafe {
+                $f(
+                    m,
+                    k,
+                    n,
+                    1.0,
+                    a.data.as_ptr().add(a.offset),
+                    a.row_stride,
+                    a.col_stride,
+                    b.data.as_ptr().add(b.offset),
+                    b.row_stride,
+                    b.col_stride,
+                    0.0,
+                    c.as_mut_ptr(),
+                    ldc as isize,
+                    1,
+                );
+            }
+        }
+    };
+}
+
+#[cfg(target_arch = "x86_64")]
+fn has_avx2_fma() -> bool {
+    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+}
+
+macro_rules! dispatch_f32 {
+    ($name:ident, $avx:ident, $portable:ident) => {
+        fn $name(x: &[f32], out: &mut [f32]) {
+            assert_eq!(x.len(), out.len());
+            #[cfg(target_arch = "x86_64")]
+            if has_avx2_fma() {
+                // SAFETY: the CPU supports AVX2 and FMA (checked just above), which is
+                // all the `target_feature` function requires; it stays within the
+                // equal-length slices it is given.
+                unsafe { avx2::$avx(x, out) };
+                return;
+            }
+            portable::$portable(x, out);
+        }
+    };
+}
+
+impl Kernels for f32 {
+    gemm_impl!(f32, matrixmultiply::sgemm);
+    dispatch_f32!(exp_slice, exp, exp);
+    dispatch_f32!(tanh_slice, tanh, tanh);
+    dispatch_f32!(sigmoid_slice, sigmoid, sigmoid);
+    dispatch_f32!(softplus_slice, softplus, softplus);
+}
+
+impl Kernels for f64 {
+    gemm_impl!(f64, matrixmultiply::dgemm);
+    fn exp_slice(x: &[f64], out: &mut [f64]) {
+        portable::exp(x, out)
+    }
+    fn tanh_slice(x: &[f64], out: &mut [f64]) {
+        portable::tanh(x, out)
+    }
+    fn sigmoid_slice(x: &[f64], out: &mut [f64]) {
+        portable::sigmoid(x, out)
+    }
+    fn softplus_slice(x: &[f64], out: &mut [f64]) {
+        portable::softplus(x, out)
+    }
+}
+
+pub use portable::{sigmoid_scalar, softplus_scalar};
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+
+    fn inputs() -> Vec<f32> {
+        let mut v: Vec<f32> = (-2000..2000).map(|i| i as f32 * 0.05).collect();
+        v.extend([
+            0.0,
+            -0.0,
+            1e-8,
+            -1e-8,
+            1e-30,
+            88.7,
+            89.0,
+            -87.5,
+            -103.0,
+            -110.0,
+            200.0,
+            -200.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            0.624,
+            0.626,
+            -0.626,
+        ]);
+        v
+    }
+
+    fn close(a: f32, b: f32) -> bool {
+        if a.is_nan() || b.is_nan() {
+            return a.is_nan() && b.is_nan();
+        }
+        if a == b {
+            return true;
+        }
+        let scale = a.abs().max(b.abs());
+        // Subnormal results are flushed differently by the two paths.
+        scale < 1e-37 || (a - b).abs() <= 1e-6 * scale
+    }
+
+    fn compare(name: &str, simd: unsafe fn(&[f32], &mut [f32]), port: fn(&[f32], &mut [f32])) {
+        if !has_avx2_fma() {
+            return;
+        }
+        let mut x = inputs();
+        x.push(f32::NAN);
+        let mut a = vec![0.0; x.len()];
+        let mut b = vec![0.0; x.len()];
+        // SAFETY: AVX2 and FMA are available (checked above).
+        unsafe { simd(&x, &mut a) };
+        port(&x, &mut b);
+        for i in 0..x.len() {
+            assert!(
+                close(a[i], b[i]),
+                "{name}({}) = {} (simd) vs {} (portable)",
+                x[i],
+                a[i],
+                b[i]
+            );
+        }
+    }
+
+    #[test]
+    fn avx2_paths_agree_with_the_portable_ones() {
+        compare("exp", avx2::exp, portable::exp);
+        compare("tanh", avx2::tanh, portable::tanh);
+        compare("sigmoid", avx2::sigmoid, portable::sigmoid);
+        compare("softplus", avx2::softplus, portable::softplus);
+    }
+
+    #[test]
+    fn gemm_handles_k_zero_and_strided_views() {
+        let a = [1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0];
+        // A = rows of a viewed transposed: 3x2 with row stride 1, col stride 3.
+        let av = MatRef {
+            data: &a,
+            offset: 0,
+            rows: 3,
+            cols: 2,
+            row_stride: 1,
+            col_stride: 3,
+        };
+        let bv = MatRef {
+            data: &a,
+            offset: 0,
+            rows: 2,
+            cols: 1,
+            row_stride: 1,
+            col_stride: 0,
+        };
+        let mut c = [0.0; 3];
+        f64::gemm(av, bv, &mut c, 1);
+        // rows of A: [1,4], [2,5], [3,6]; B = [1, 2]
+        assert_eq!(c, [9.0, 12.0, 15.0]);
+        let empty = MatRef {
+            data: &a,
+            offset: 0,
+            rows: 2,
+            cols: 0,
+            row_stride: 0,
+            col_stride: 1,
+        };
+        let eb = MatRef {
+            data: &a,
+            offset: 0,
+            rows: 0,
+            cols: 2,
+            row_stride: 2,
+            col_stride: 1,
+        };
+        let mut c = [7.0; 4];
+        f64::gemm(empty, eb, &mut c, 2);
+        assert_eq!(c, [0.0; 4]);
+    }
+}

@@ -1,0 +1,7 @@
+//! Operations on tensors, one family a file.
+
+pub mod binary;
+pub mod index;
+pub mod matmul;
+pub mod reduce;
+pub mod unary;

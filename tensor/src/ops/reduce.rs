@@ -1,0 +1,396 @@
+//! Reductions over any set of axes (sum, mean, prod, max, min, argmax, argmin, var,
+//! std, logsumexp, p-norms), and the row-wise ops softmax, log_softmax and cumsum.
+//!
+//! Every reduction moves the reduced axes last, makes the data contiguous (a no-op
+//! for the common last-axis case) and reduces rows. Long rows are summed in fixed
+//! `CHUNK`-sized pieces combined by a fixed pairwise tree, so results do not depend
+//! on threads.
+
+use crate::element::Element;
+use crate::error::{fmt_shape, Error, Result};
+use crate::layout::normalize_axes;
+use crate::parallel::{self, CHUNK};
+use crate::tensor::Tensor;
+
+/// Sum of a slice with eight independent accumulators (vectorisable, and more
+/// accurate than a single running sum), combined pairwise.
+fn sum_lanes<T: Element>(x: &[T]) -> T {
+    let mut acc = [T::zero(); 8];
+    let mut chunks = x.chunks_exact(8);
+    for c in &mut chunks {
+        for k in 0..8 {
+            acc[k] = acc[k] + c[k];
+        }
+    }
+    for (k, &v) in chunks.remainder().iter().enumerate() {
+        acc[k] = acc[k] + v;
+    }
+    ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
+}
+
+/// Leaves of the pairwise sum are at most this long.
+const PAIRWISE_LEAF: usize = 256;
+
+/// Pairwise (cascade) sum: halves split at a multiple of 8 until a leaf of at most
+/// `PAIRWISE_LEAF` elements, which [`sum_lanes`] adds. The error is
+/// O((PAIRWISE_LEAF/8 + log₂ n)·ε·Σ|x|) instead of O(n·ε·Σ|x|) for a running sum.
+fn sum_pairwise<T: Element>(x: &[T]) -> T {
+    if x.len() <= PAIRWISE_LEAF {
+        return sum_lanes(x);
+    }
+    let half = x.len() / 2;
+    let half = half - half % 8;
+    sum_pairwise(&x[..half]) + sum_pairwise(&x[half..])
+}
+
+/// Sum of a slice: the pairwise sum, whose top levels split into `CHUNK`-sized pieces
+/// computed in parallel when long. The tree is fixed by the length alone.
+pub(crate) fn sum_slice<T: Element>(x: &[T]) -> T {
+    if x.len() <= CHUNK {
+        return sum_pairwise(x);
+    }
+    let pieces = x.len().div_ceil(CHUNK);
+    let partial = parallel::map_collect(pieces, x.len(), |i| {
+        sum_pairwise(&x[i * CHUNK..((i + 1) * CHUNK).min(x.len())])
+    });
+    sum_pairwise(&partial)
+}
+
+fn max_slice<T: Element>(x: &[T]) -> T {
+    let mut m = T::neg_infinity();
+    for &v in x {
+        if v.is_nan() {
+            return v;
+        }
+        if v > m {
+            m = v;
+        }
+    }
+    m
+}
+
+fn min_slice<T: Element>(x: &[T]) -> T {
+    let mut m = T::infinity();
+    for &v in x {
+        if v.is_nan() {
+            return v;
+        }
+        if v < m {
+            m = v;
+        }
+    }
+    m
+}
+
+/// Index of the first maximum (a NaN counts as the maximum).
+fn argmax_slice<T: Element>(x: &[T]) -> usize {
+    let mut best = 0;
+    for (i, &v) in x.iter().enumerate() {
+        if v.is_nan() {
+            return i;
+        }
+        if v > x[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+/// Index of the first minimum (a NaN counts as the minimum).
+fn argmin_slice<T: Element>(x: &[T]) -> usize {
+    let mut best = 0;
+    for (i, &v) in x.iter().enumerate() {
+        if v.is_nan() {
+            return i;
+        }
+        if v < x[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+fn logsumexp_slice<T: Element>(x: &[T]) -> T {
+    let m = max_slice(x);
+    if !m.is_finite() {
+        // All −∞ gives −∞; any +∞ gives +∞; NaN stays NaN.
+        return m;
+    }
+    let shifted: Vec<T> = x.iter().map(|&v| v - m).collect();
+    let mut e = vec![T::zero(); x.len()];
+    T::exp_slice(&shifted, &mut e);
+    m + sum_slice(&e).ln()
+}
+
+impl<T: Element> Tensor<T> {
+    /// Reduces each row of `axes` with `f`, giving the reduced shape (axes removed, or
+    /// kept as size 1 with `keepdim`). Errors on an empty reduction unless `empty_ok`.
+    fn reduce_rows<R: Copy + Send + Sync + 'static>(
+        &self,
+        op: &'static str,
+        axes: &[isize],
+        keepdim: bool,
+        empty_ok: bool,
+        f: impl Fn(&[T]) -> R + Sync,
+    ) -> Result<Tensor<R>> {
+        let nd = self.ndim();
+        let axes = normalize_axes(op, axes, nd)?;
+        let kept: Vec<usize> = (0..nd).filter(|a| !axes.contains(a)).collect();
+        let row: usize = axes.iter().map(|&a| self.shape()[a]).product();
+        if row == 0 && !empty_ok {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "cannot reduce an empty set: axes {axes:?} of shape {} hold no elements",
+                    fmt_shape(self.shape())
+                ),
+            ));
+        }
+        let out_shape: Vec<usize> = if keepdim {
+            (0..nd)
+                .map(|a| {
+                    if axes.contains(&a) {
+                        1
+                    } else {
+                        self.shape()[a]
+                    }
+                })
+                .collect()
+        } else {
+            kept.iter().map(|&a| self.shape()[a]).collect()
+        };
+        let rows: usize = kept.iter().map(|&a| self.shape()[a]).product();
+        let perm: Vec<isize> = kept.iter().chain(&axes).map(|&a| a as isize).collect();
+        let x = self.permute(&perm)?.contiguous();
+        let data = x.as_slice().expect("contiguous");
+        let out = parallel::map_collect(rows, rows * row, |r| f(&data[r * row..(r + 1) * row]));
+        Ok(Tensor::from_contiguous(out, &out_shape))
+    }
+
+    /// Sum over `axes` (an empty sum is 0).
+    pub fn sum(&self, axes: &[isize], keepdim: bool) -> Result<Tensor<T>> {
+        self.reduce_rows("sum", axes, keepdim, true, sum_slice)
+    }
+
+    /// Sum of all elements, as a rank-0 tensor.
+    pub fn sum_all(&self) -> Tensor<T> {
+        let x = self.contiguous();
+        Tensor::scalar(sum_slice(x.as_slice().expect("contiguous")))
+    }
+
+    /// Mean over `axes`.
+    pub fn mean(&self, axes: &[isize], keepdim: bool) -> Result<Tensor<T>> {
+        self.reduce_rows("mean", axes, keepdim, false, |r| {
+            sum_slice(r) / T::from_usize(r.len())
+        })
+    }
+
+    /// Mean of all elements.
+    pub fn mean_all(&self) -> Result<Tensor<T>> {
+        let all: Vec<isize> = (0..self.ndim() as isize).collect();
+        self.mean(&all, false)
+    }
+
+    /// Product over `axes` (an empty product is 1).
+    pub fn prod(&self, axes: &[isize], keepdim: bool) -> Result<Tensor<T>> {
+        self.reduce_rows("prod", axes, keepdim, true, |r| {
+            r.iter().fold(T::one(), |a, &b| a * b)
+        })
+    }
+
+    /// Maximum over `axes` (NaN if any element is NaN).
+    pub fn max(&self, axes: &[isize], keepdim: bool) -> Result<Tensor<T>> {
+        self.reduce_rows("max", axes, keepdim, false, max_slice)
+    }
+
+    /// Minimum over `axes` (NaN if any element is NaN).
+    pub fn min(&self, axes: &[isize], keepdim: bool) -> Result<Tensor<T>> {
+        self.reduce_rows("min", axes, keepdim, false, min_slice)
+    }
+
+    /// Largest element of the whole tensor.
+    pub fn max_all(&self) -> Result<T> {
+        let all: Vec<isize> = (0..self.ndim() as isize).collect();
+        self.max(&all, false)?.item()
+    }
+
+    /// Smallest element of the whole tensor.
+    pub fn min_all(&self) -> Result<T> {
+        let all: Vec<isize> = (0..self.ndim() as isize).collect();
+        self.min(&all, false)?.item()
+    }
+
+    /// Index of the first maximum along `axis`.
+    pub fn argmax(&self, axis: isize, keepdim: bool) -> Result<Tensor<usize>> {
+        self.reduce_rows("argmax", &[axis], keepdim, false, argmax_slice)
+    }
+
+    /// Index of the first minimum along `axis`.
+    pub fn argmin(&self, axis: isize, keepdim: bool) -> Result<Tensor<usize>> {
+        self.reduce_rows("argmin", &[axis], keepdim, false, argmin_slice)
+    }
+
+    /// Variance over `axes` with `correction` (1 gives the unbiased estimate).
+    pub fn var(&self, axes: &[isize], correction: usize, keepdim: bool) -> Result<Tensor<T>> {
+        let nd = self.ndim();
+        let ax = normalize_axes("var", axes, nd)?;
+        let n: usize = ax.iter().map(|&a| self.shape()[a]).product();
+        if n <= correction {
+            return Err(Error::value(
+                "var",
+                format!(
+                    "{n} elements per group with correction {correction} leave no degrees of freedom"
+                ),
+            ));
+        }
+        let denom = T::from_usize(n - correction);
+        self.reduce_rows("var", axes, keepdim, false, |r| {
+            let mean = sum_slice(r) / T::from_usize(r.len());
+            let dev: Vec<T> = r.iter().map(|&v| (v - mean) * (v - mean)).collect();
+            sum_slice(&dev) / denom
+        })
+    }
+
+    /// Standard deviation over `axes` with `correction`.
+    pub fn std(&self, axes: &[isize], correction: usize, keepdim: bool) -> Result<Tensor<T>> {
+        Ok(self.var(axes, correction, keepdim)?.sqrt())
+    }
+
+    /// ln Σ exp(x) over `axes`, computed stably (shifted by the maximum).
+    pub fn logsumexp(&self, axes: &[isize], keepdim: bool) -> Result<Tensor<T>> {
+        self.reduce_rows("logsumexp", axes, keepdim, false, logsumexp_slice)
+    }
+
+    /// The p-norm (Σ|x|ᵖ)^(1/p) over `axes`; `p = f64::INFINITY` gives max |x|.
+    pub fn norm(&self, p: f64, axes: &[isize], keepdim: bool) -> Result<Tensor<T>> {
+        if p.is_nan() || p <= 0.0 {
+            return Err(Error::value("norm", format!("p must be positive, got {p}")));
+        }
+        if p == f64::INFINITY {
+            return self.reduce_rows("norm", axes, keepdim, true, |r| {
+                r.iter().fold(T::zero(), |m, &v| {
+                    if v.is_nan() || m.is_nan() {
+                        T::nan()
+                    } else {
+                        m.max(v.abs())
+                    }
+                })
+            });
+        }
+        let pt = T::from_f64(p);
+        self.reduce_rows("norm", axes, keepdim, true, |r| {
+            let powed: Vec<T> = if p == 2.0 {
+                r.iter().map(|&v| v * v).collect()
+            } else if p == 1.0 {
+                r.iter().map(|&v| v.abs()).collect()
+            } else {
+                r.iter().map(|&v| v.abs().powf(pt)).collect()
+            };
+            let s = sum_slice(&powed);
+            if p == 2.0 {
+                s.sqrt()
+            } else if p == 1.0 {
+                s
+            } else {
+                s.powf(pt.recip())
+            }
+        })
+    }
+
+    /// Sums over the axes that broadcasting added or expanded, so that the result has
+    /// `shape` (the gradient of `broadcast_to(shape)`).
+    pub fn sum_to_shape(&self, shape: &[usize]) -> Result<Tensor<T>> {
+        if self.shape() == shape {
+            return Ok(self.clone());
+        }
+        let nd = self.ndim();
+        let target_ok = shape.len() <= nd
+            && shape
+                .iter()
+                .zip(&self.shape()[nd - shape.len()..])
+                .all(|(&t, &s)| t == s || t == 1);
+        if !target_ok {
+            return Err(Error::shape(
+                "sum_to_shape",
+                format!(
+                    "{} is not a broadcast of {}",
+                    fmt_shape(self.shape()),
+                    fmt_shape(shape)
+                ),
+            ));
+        }
+        let lead = nd - shape.len();
+        let axes: Vec<isize> = (0..nd)
+            .filter(|&a| a < lead || (shape[a - lead] == 1 && self.shape()[a] != 1))
+            .map(|a| a as isize)
+            .collect();
+        self.sum(&axes, true)?.reshape(shape)
+    }
+
+    /// Applies a row kernel along `axis` (moved last, contiguous), restoring the axis
+    /// order afterwards.
+    fn along_axis(
+        &self,
+        op: &'static str,
+        axis: isize,
+        kernel: impl Fn(&[T], &mut [T]) + Sync,
+    ) -> Result<Tensor<T>> {
+        let nd = self.ndim();
+        let ax = crate::layout::normalize_axis(op, axis, nd)?;
+        let mut perm: Vec<isize> = (0..nd as isize).filter(|&a| a != ax as isize).collect();
+        perm.push(ax as isize);
+        let x = self.permute(&perm)?.contiguous();
+        let data = x.as_slice().expect("contiguous");
+        let len = self.shape()[ax];
+        let mut out = vec![T::zero(); data.len()];
+        parallel::for_each_row_chunk(&mut out, len, |r0, chunk| {
+            for (i, o) in chunk.chunks_mut(len).enumerate() {
+                let r = r0 + i;
+                kernel(&data[r * len..(r + 1) * len], o);
+            }
+        });
+        let y = Tensor::from_contiguous(out, x.shape());
+        if ax == nd - 1 {
+            return Ok(y);
+        }
+        let mut inv = vec![0isize; nd];
+        for (i, &p) in perm.iter().enumerate() {
+            inv[p as usize] = i as isize;
+        }
+        Ok(y.permute(&inv)?.contiguous())
+    }
+
+    /// exp(x − logsumexp(x)) along `axis`: each slice sums to 1.
+    pub fn softmax(&self, axis: isize) -> Result<Tensor<T>> {
+        self.along_axis("softmax", axis, |x, o| {
+            let m = max_slice(x);
+            let shifted: Vec<T> = x.iter().map(|&v| v - m).collect();
+            T::exp_slice(&shifted, o);
+            let s = sum_slice(o);
+            for v in o.iter_mut() {
+                *v = *v / s;
+            }
+        })
+    }
+
+    /// x − logsumexp(x) along `axis`, computed stably.
+    pub fn log_softmax(&self, axis: isize) -> Result<Tensor<T>> {
+        self.along_axis("log_softmax", axis, |x, o| {
+            let lse = logsumexp_slice(x);
+            for (o, &v) in o.iter_mut().zip(x) {
+                *o = v - lse;
+            }
+        })
+    }
+
+    /// Running sum along `axis`.
+    pub fn cumsum(&self, axis: isize) -> Result<Tensor<T>> {
+        self.along_axis("cumsum", axis, |x, o| {
+            let mut acc = T::zero();
+            for (o, &v) in o.iter_mut().zip(x) {
+                acc = acc + v;
+                *o = acc;
+            }
+        })
+    }
+}

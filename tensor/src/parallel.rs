@@ -1,0 +1,115 @@
+//! Fixed-boundary parallelism.
+//!
+//! Work is split into chunks whose boundaries depend only on the data size, never on
+//! the number of threads, and partial results are combined in chunk order. So every
+//! kernel gives bitwise-identical results with 1 thread, 2 threads, or the `parallel`
+//! feature disabled.
+
+/// Elements per chunk of element-wise and reduction work.
+pub const CHUNK: usize = 1 << 14;
+
+/// Work (elements, or multiply-adds) below which a kernel stays on the calling thread.
+pub const PAR_THRESHOLD: usize = 1 << 15;
+
+/// Calls `f(start, chunk)` for consecutive `CHUNK`-sized pieces of `out`, where
+/// `start` is the chunk's first index; in parallel when `out` is large.
+pub fn for_each_chunk<T: Send>(out: &mut [T], f: impl Fn(usize, &mut [T]) + Sync + Send) {
+    for_each_chunk_sized(out, CHUNK, f)
+}
+
+/// As [`for_each_chunk`], with an explicit chunk length.
+pub fn for_each_chunk_sized<T: Send>(
+    out: &mut [T],
+    chunk: usize,
+    f: impl Fn(usize, &mut [T]) + Sync + Send,
+) {
+    let chunk = chunk.max(1);
+    #[cfg(feature = "parallel")]
+    if out.len() >= PAR_THRESHOLD && out.len() > chunk {
+        use rayon::prelude::*;
+        out.par_chunks_mut(chunk)
+            .enumerate()
+            .for_each(|(i, c)| f(i * chunk, c));
+        return;
+    }
+    for (i, c) in out.chunks_mut(chunk).enumerate() {
+        f(i * chunk, c);
+    }
+}
+
+/// Calls `f(first_row, chunk)` over chunks of whole rows of length `row_len`.
+pub fn for_each_row_chunk<T: Send>(
+    out: &mut [T],
+    row_len: usize,
+    f: impl Fn(usize, &mut [T]) + Sync + Send,
+) {
+    if row_len == 0 {
+        return;
+    }
+    let rows_per_chunk = (CHUNK / row_len).max(1);
+    for_each_chunk_sized(out, rows_per_chunk * row_len, |start, c| {
+        f(start / row_len, c)
+    });
+}
+
+/// `(0..n).map(f)` collected in order, computed in parallel when `work` (an estimate
+/// of the total cost in elements) is large.
+pub fn map_collect<R: Send>(n: usize, work: usize, f: impl Fn(usize) -> R + Sync + Send) -> Vec<R> {
+    #[cfg(feature = "parallel")]
+    if work >= PAR_THRESHOLD && n > 1 {
+        use rayon::prelude::*;
+        return (0..n).into_par_iter().map(f).collect();
+    }
+    let _ = work;
+    (0..n).map(f).collect()
+}
+
+/// Runs `a` and `b`, possibly in parallel, returning both results.
+pub fn join<A: Send, B: Send>(
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    #[cfg(feature = "parallel")]
+    {
+        rayon::join(a, b)
+    }
+    #[cfg(not(feature = "parallel"))]
+    {
+        (a(), b())
+    }
+}
+
+/// The number of threads kernels may use (1 without the `parallel` feature).
+pub fn threads() -> usize {
+    #[cfg(feature = "parallel")]
+    {
+        rayon::current_num_threads()
+    }
+    #[cfg(not(feature = "parallel"))]
+    {
+        1
+    }
+}
+
+/// As [`for_each_chunk_sized`], parallel whenever there is more than one chunk and
+/// `parallel` is true (for kernels whose cost is not proportional to `out.len()`).
+pub fn for_each_chunk_if<T: Send>(
+    out: &mut [T],
+    chunk: usize,
+    parallel: bool,
+    f: impl Fn(usize, &mut [T]) + Sync + Send,
+) {
+    let chunk = chunk.max(1);
+    #[cfg(feature = "parallel")]
+    if parallel && out.len() > chunk {
+        use rayon::prelude::*;
+        out.par_chunks_mut(chunk)
+            .enumerate()
+            .for_each(|(i, c)| f(i * chunk, c));
+        return;
+    }
+    let _ = parallel;
+    for (i, c) in out.chunks_mut(chunk).enumerate() {
+        f(i * chunk, c);
+    }
+}

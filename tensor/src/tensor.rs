@@ -1,0 +1,362 @@
+//! The `Tensor` type: shared immutable storage plus a strided layout.
+
+use crate::element::Element;
+use crate::error::{fmt_shape, Error, Result};
+use crate::layout::{checked_numel, Layout, Rows};
+use crate::parallel;
+use std::fmt;
+use std::sync::Arc;
+
+/// An n-dimensional array: reference-counted immutable storage and a [`Layout`].
+///
+/// Cloning is cheap (the storage is shared). Views (transpose, narrow, broadcast,
+/// flip, ...) share storage too; operations always produce new, contiguous storage.
+/// `T` is usually `f32` or `f64` ([`Element`]); index tensors use `usize`.
+#[derive(Clone)]
+pub struct Tensor<T> {
+    data: Arc<Vec<T>>,
+    layout: Layout,
+}
+
+impl<T: Copy + Send + Sync + 'static> Tensor<T> {
+    /// A tensor owning `data`, laid out row-major with `shape`.
+    pub fn from_vec(data: Vec<T>, shape: &[usize]) -> Result<Self> {
+        let n = checked_numel("from_vec", shape)?;
+        if n != data.len() {
+            return Err(Error::shape(
+                "from_vec",
+                format!(
+                    "shape {} needs {n} elements but {} were given",
+                    fmt_shape(shape),
+                    data.len()
+                ),
+            ));
+        }
+        Ok(Tensor {
+            data: Arc::new(data),
+            layout: Layout::contiguous_unchecked(shape),
+        })
+    }
+
+    /// A copy of `data` with the given shape.
+    pub fn from_slice(data: &[T], shape: &[usize]) -> Result<Self> {
+        Self::from_vec(data.to_vec(), shape)
+    }
+
+    /// A rank-0 tensor holding `v`.
+    pub fn scalar(v: T) -> Self {
+        Tensor {
+            data: Arc::new(vec![v]),
+            layout: Layout::contiguous_unchecked(&[]),
+        }
+    }
+
+    /// A tensor of `shape` with every element equal to `v`.
+    pub fn full(shape: &[usize], v: T) -> Result<Self> {
+        let n = checked_numel("full", shape)?;
+        Ok(Tensor {
+            data: Arc::new(vec![v; n]),
+            layout: Layout::contiguous_unchecked(shape),
+        })
+    }
+
+    /// Wraps new contiguous storage whose length the caller guarantees matches `shape`.
+    pub(crate) fn from_contiguous(data: Vec<T>, shape: &[usize]) -> Self {
+        debug_assert_eq!(data.len(), shape.iter().product::<usize>());
+        Tensor {
+            data: Arc::new(data),
+            layout: Layout::contiguous_unchecked(shape),
+        }
+    }
+
+    /// A view of the same storage with another layout (the caller checks bounds).
+    pub(crate) fn with_layout(&self, layout: Layout) -> Self {
+        Tensor {
+            data: Arc::clone(&self.data),
+            layout,
+        }
+    }
+
+    /// The size of each axis.
+    pub fn shape(&self) -> &[usize] {
+        self.layout.shape()
+    }
+
+    /// The rank (number of axes).
+    pub fn ndim(&self) -> usize {
+        self.layout.ndim()
+    }
+
+    /// The number of elements.
+    pub fn numel(&self) -> usize {
+        self.layout.numel()
+    }
+
+    /// The size of axis `axis` (negative counts from the end).
+    pub fn dim(&self, axis: isize) -> Result<usize> {
+        let a = crate::layout::normalize_axis("dim", axis, self.ndim())?;
+        Ok(self.shape()[a])
+    }
+
+    /// The layout (shape, strides, offset).
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The strides, in elements.
+    pub fn strides(&self) -> &[isize] {
+        self.layout.strides()
+    }
+
+    /// True when the elements are stored densely in row-major order.
+    pub fn is_contiguous(&self) -> bool {
+        self.layout.is_contiguous()
+    }
+
+    /// The whole underlying storage (which a view may use only part of).
+    pub fn storage(&self) -> &[T] {
+        &self.data
+    }
+
+    /// True when two tensors share storage.
+    pub fn shares_storage(&self, other: &Tensor<T>) -> bool {
+        Arc::ptr_eq(&self.data, &other.data)
+    }
+
+    /// The elements in logical order as a slice, when the tensor is contiguous.
+    pub fn as_slice(&self) -> Option<&[T]> {
+        if self.numel() == 0 {
+            Some(&[])
+        } else if self.is_contiguous() {
+            let o = self.layout.offset();
+            Some(&self.data[o..o + self.numel()])
+        } else {
+            None
+        }
+    }
+
+    /// The elements in row-major logical order.
+    pub fn to_vec(&self) -> Vec<T> {
+        if let Some(s) = self.as_slice() {
+            return s.to_vec();
+        }
+        let mut out = Vec::with_capacity(self.numel());
+        self.layout.for_each_position(|p| out.push(self.data[p]));
+        out
+    }
+
+    /// A contiguous tensor with the same elements; no copy if already contiguous.
+    pub fn contiguous(&self) -> Tensor<T> {
+        if self.is_contiguous() {
+            return self.clone();
+        }
+        Tensor::from_contiguous(self.gather_rows(), self.shape())
+    }
+
+    /// Copies the elements in logical order, in parallel over rows for large tensors.
+    fn gather_rows(&self) -> Vec<T> {
+        let n = self.numel();
+        if n == 0 {
+            return Vec::new();
+        }
+        let rows = Rows::new([&self.layout]);
+        let src: &[T] = &self.data;
+        let mut out = vec![src[self.layout.offset()]; n];
+        parallel::for_each_row_chunk(&mut out, rows.len, |r0, chunk| {
+            let r1 = r0 + chunk.len() / rows.len;
+            let mut k = 0;
+            rows.for_each(r0, r1, |_, [p]| {
+                let mut q = p as isize;
+                for _ in 0..rows.len {
+                    chunk[k] = src[q as usize];
+                    k += 1;
+                    q += rows.inner[0];
+                }
+            });
+        });
+        out
+    }
+
+    /// The element at a logical index.
+    pub fn get(&self, index: &[usize]) -> Result<T> {
+        if index.len() != self.ndim() {
+            return Err(Error::shape(
+                "get",
+                format!(
+                    "index {index:?} has {} entries for a tensor of shape {}",
+                    index.len(),
+                    fmt_shape(self.shape())
+                ),
+            ));
+        }
+        for (axis, (&i, &d)) in index.iter().zip(self.shape()).enumerate() {
+            if i >= d {
+                return Err(Error::Index {
+                    op: "get",
+                    index: i,
+                    len: d,
+                    axis,
+                });
+            }
+        }
+        Ok(self.data[self.layout.position(index)])
+    }
+
+    /// The only element of a one-element tensor (any rank).
+    pub fn item(&self) -> Result<T> {
+        if self.numel() != 1 {
+            return Err(Error::shape(
+                "item",
+                format!(
+                    "item needs exactly one element, shape {} has {}",
+                    fmt_shape(self.shape()),
+                    self.numel()
+                ),
+            ));
+        }
+        let mut v = None;
+        self.layout.for_each_position(|p| v = Some(self.data[p]));
+        Ok(v.expect("one element"))
+    }
+
+    /// Applies `f` to every element, giving a new contiguous tensor of another type.
+    pub fn map_to<U: Copy + Send + Sync + 'static>(&self, f: impl Fn(T) -> U + Sync) -> Tensor<U> {
+        let n = self.numel();
+        if n == 0 {
+            return Tensor::from_contiguous(Vec::new(), self.shape());
+        }
+        let src: &[T] = &self.data;
+        if let Some(s) = self.as_slice() {
+            let mut out = vec![f(s[0]); n];
+            parallel::for_each_chunk(&mut out, |start, chunk| {
+                for (o, &x) in chunk.iter_mut().zip(&s[start..]) {
+                    *o = f(x);
+                }
+            });
+            return Tensor::from_contiguous(out, self.shape());
+        }
+        let rows = Rows::new([&self.layout]);
+        let mut out = vec![f(src[self.layout.offset()]); n];
+        parallel::for_each_row_chunk(&mut out, rows.len, |r0, chunk| {
+            let r1 = r0 + chunk.len() / rows.len;
+            let mut k = 0;
+            rows.for_each(r0, r1, |_, [p]| {
+                let mut q = p as isize;
+                for _ in 0..rows.len {
+                    chunk[k] = f(src[q as usize]);
+                    k += 1;
+                    q += rows.inner[0];
+                }
+            });
+        });
+        Tensor::from_contiguous(out, self.shape())
+    }
+}
+
+impl<T: Element> Tensor<T> {
+    /// A tensor of zeros.
+    pub fn zeros(shape: &[usize]) -> Result<Self> {
+        Self::full(shape, T::zero())
+    }
+
+    /// A tensor of ones.
+    pub fn ones(shape: &[usize]) -> Result<Self> {
+        Self::full(shape, T::one())
+    }
+
+    /// Zeros with the shape of `other`.
+    pub fn zeros_like(other: &Tensor<T>) -> Self {
+        Tensor::from_contiguous(vec![T::zero(); other.numel()], other.shape())
+    }
+
+    /// Ones with the shape of `other`.
+    pub fn ones_like(other: &Tensor<T>) -> Self {
+        Tensor::from_contiguous(vec![T::one(); other.numel()], other.shape())
+    }
+
+    /// `start, start + step, ...` up to but excluding `end` (1-D).
+    pub fn arange(start: f64, end: f64, step: f64) -> Result<Self> {
+        if !(start.is_finite() && end.is_finite() && step.is_finite()) || step == 0.0 {
+            return Err(Error::value(
+                "arange",
+                format!("start {start}, end {end} and step {step} must be finite, step non-zero"),
+            ));
+        }
+        let n = ((end - start) / step).ceil().max(0.0);
+        if n > (isize::MAX as f64) / 16.0 {
+            return Err(Error::value("arange", format!("{n} elements is too many")));
+        }
+        let n = n as usize;
+        let data = (0..n)
+            .map(|i| T::from_f64(start + i as f64 * step))
+            .collect();
+        Ok(Tensor::from_contiguous(data, &[n]))
+    }
+
+    /// `n` evenly spaced values from `start` to `end` inclusive (1-D).
+    pub fn linspace(start: f64, end: f64, n: usize) -> Result<Self> {
+        if !(start.is_finite() && end.is_finite()) {
+            return Err(Error::value(
+                "linspace",
+                format!("start {start} and end {end} must be finite"),
+            ));
+        }
+        checked_numel("linspace", &[n])?;
+        let data = (0..n)
+            .map(|i| {
+                if n == 1 {
+                    T::from_f64(start)
+                } else {
+                    T::from_f64(start + (end - start) * i as f64 / (n - 1) as f64)
+                }
+            })
+            .collect();
+        Ok(Tensor::from_contiguous(data, &[n]))
+    }
+
+    /// The `n × n` identity matrix.
+    pub fn eye(n: usize) -> Result<Self> {
+        checked_numel("eye", &[n, n])?;
+        let mut data = vec![T::zero(); n * n];
+        for i in 0..n {
+            data[i * n + i] = T::one();
+        }
+        Ok(Tensor::from_contiguous(data, &[n, n]))
+    }
+
+    /// Converts every element to another float type.
+    pub fn cast<U: Element>(&self) -> Tensor<U> {
+        self.map_to(|x| U::from_f64(x.as_f64()))
+    }
+
+    /// True when no element is NaN or infinite.
+    pub fn all_finite(&self) -> bool {
+        match self.as_slice() {
+            Some(s) => s.iter().all(|x| x.is_finite()),
+            None => self.to_vec().iter().all(|x| x.is_finite()),
+        }
+    }
+
+    /// Bitwise equality of shape and elements (NaNs with the same bits compare equal).
+    pub fn bit_eq(&self, other: &Tensor<T>) -> bool {
+        self.shape() == other.shape()
+            && self
+                .to_vec()
+                .iter()
+                .zip(other.to_vec())
+                .all(|(a, b)| a.as_f64().to_bits() == b.as_f64().to_bits())
+    }
+}
+
+impl<T: Copy + Send + Sync + fmt::Debug + 'static> fmt::Debug for Tensor<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const SHOWN: usize = 16;
+        let v = self.to_vec();
+        write!(f, "Tensor{}", fmt_shape(self.shape()))?;
+        if v.len() <= SHOWN {
+            write!(f, " {v:?}")
+        } else {
+            write!(f, " {:?} ... ({} elements)", &v[..SHOWN], v.len())
+        }
+    }
+}

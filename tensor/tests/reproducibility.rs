@@ -1,0 +1,93 @@
+//! Bitwise reproducibility across thread counts, at sizes above the parallel
+//! thresholds.
+
+use tensor::{Rng, Tensor};
+
+fn in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+        .install(f)
+}
+
+fn check<T: PartialEq + std::fmt::Debug + Send>(what: &str, f: impl Fn() -> T + Sync) {
+    let one = in_pool(1, &f);
+    let two = in_pool(2, &f);
+    let three = in_pool(3, &f);
+    assert!(
+        one == two && two == three,
+        "{what} differs across thread counts"
+    );
+}
+
+fn bits32(t: &Tensor<f32>) -> Vec<u32> {
+    t.to_vec().iter().map(|v| v.to_bits()).collect()
+}
+
+fn bits64(t: &Tensor<f64>) -> Vec<u64> {
+    t.to_vec().iter().map(|v| v.to_bits()).collect()
+}
+
+#[test]
+fn reductions_softmax_and_elementwise_are_thread_count_invariant() {
+    let mut rng = Rng::new(1);
+    let x = Tensor::<f32>::rand_normal(&[1 << 20], 0.0, 1.0, &mut rng).unwrap();
+    let m = Tensor::<f64>::rand_normal(&[512, 700], 0.0, 1.0, &mut rng).unwrap();
+    check("sum f32", || bits32(&x.sum_all()));
+    check("sum f64 axis 0", || bits64(&m.sum(&[0], false).unwrap()));
+    check("mean f64 axis 1", || bits64(&m.mean(&[1], false).unwrap()));
+    check("var", || bits64(&m.var(&[0, 1], 1, false).unwrap()));
+    check("logsumexp", || bits64(&m.logsumexp(&[1], false).unwrap()));
+    check("softmax", || bits64(&m.softmax(0).unwrap()));
+    check("exp", || bits32(&x.exp()));
+    check("softplus strided", || bits64(&m.t().unwrap().softplus()));
+    check("add broadcast", || {
+        bits64(&m.add(&m.sum(&[0], true).unwrap()).unwrap())
+    });
+}
+
+#[test]
+fn matmul_is_thread_count_invariant() {
+    let mut rng = Rng::new(2);
+    for &(mm, k, n) in &[(300, 200, 250), (8, 512, 2048), (1024, 64, 64)] {
+        let a = Tensor::<f32>::rand_normal(&[mm, k], 0.0, 1.0, &mut rng).unwrap();
+        let b = Tensor::<f32>::rand_normal(&[k, n], 0.0, 1.0, &mut rng).unwrap();
+        check("matmul f32", || bits32(&a.matmul(&b).unwrap()));
+        let a64 = a.cast::<f64>();
+        let b64 = b.cast::<f64>().t().unwrap().contiguous().t().unwrap();
+        check("matmul f64 transposed", || {
+            bits64(&a64.matmul(&b64).unwrap())
+        });
+    }
+    let a = Tensor::<f64>::rand_normal(&[16, 64, 64], 0.0, 1.0, &mut rng).unwrap();
+    let b = Tensor::<f64>::rand_normal(&[64, 64], 0.0, 1.0, &mut rng).unwrap();
+    check("batched matmul", || bits64(&a.matmul(&b).unwrap()));
+}
+
+#[test]
+fn matmul_blocks_give_the_same_bits_as_one_call() {
+    // The parallel split must not change any element: compare a large product with
+    // the rows computed one small product at a time.
+    let mut rng = Rng::new(3);
+    let a = Tensor::<f32>::rand_normal(&[257, 300], 0.0, 1.0, &mut rng).unwrap();
+    let b = Tensor::<f32>::rand_normal(&[300, 190], 0.0, 1.0, &mut rng).unwrap();
+    let full = in_pool(2, || a.matmul(&b).unwrap());
+    for r in [0usize, 1, 100, 256] {
+        let row = a.narrow(0, r, 1).unwrap().matmul(&b).unwrap();
+        let want = full.narrow(0, r, 1).unwrap();
+        assert_eq!(bits32(&row), bits32(&want), "row {r}");
+    }
+}
+
+#[test]
+fn sampling_is_reproducible_from_the_seed() {
+    let draw = || {
+        let mut rng = Rng::new(42);
+        let a = Tensor::<f32>::rand_normal(&[100_000], 0.0, 1.0, &mut rng).unwrap();
+        let b = Tensor::<f64>::rand_uniform(&[1000], -1.0, 1.0, &mut rng).unwrap();
+        let c = Tensor::<f64>::rand_bernoulli(&[1000], 0.3, &mut rng).unwrap();
+        (bits32(&a), bits64(&b), bits64(&c))
+    };
+    check("sampling", draw);
+}
