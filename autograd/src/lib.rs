@@ -1,2 +1,28 @@
-//! Tape autograd over `tensor` (higher-order gradients, gradcheck, anomaly mode).
+//! Tape autograd over `tensor`.
+//!
+//! A [`Var`] is a tensor value plus, when it takes part in differentiation, a node of
+//! an append-only graph (the tape) recording the op that made it. An op is recorded
+//! only when one of its inputs requires a gradient and recording is enabled, so
+//! inference and plain tensor code pay nothing.
+//!
+//! Backward rules are written with `Var` operations. [`backward`] runs them on plain
+//! tensors (nothing recorded: the fast path); [`grad`] with `create_graph` records
+//! them, so gradients can be differentiated again ([`hvp`], [`jvp`], log-det of an
+//! input Hessian). [`gradcheck`] and [`gradgradcheck`] compare the analytic
+//! derivatives with finite differences; [`detect_anomaly`] reports the first op that
+//! produces a NaN or infinity. The tape is released when the last `Var` of a forward
+//! pass is dropped.
 #![forbid(unsafe_code)]
+
+pub mod engine;
+pub mod functional;
+pub mod gradcheck;
+pub mod mode;
+pub mod ops;
+pub mod var;
+
+pub use engine::{backward, backward_retaining, grad, Grads};
+pub use functional::{hvp, jvp};
+pub use gradcheck::{gradcheck, gradgradcheck, GradcheckOptions, GradcheckReport};
+pub use mode::{detect_anomaly, grad_enabled, no_grad, with_grad};
+pub use var::{live_nodes, record, Ctx, NodeId, Var};

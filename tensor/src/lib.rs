@@ -17,6 +17,7 @@ pub mod ops;
 pub mod parallel;
 pub mod rng;
 pub mod special;
+pub mod storage;
 #[cfg(feature = "proptest")]
 pub mod strategies;
 mod tensor;

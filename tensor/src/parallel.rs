@@ -9,7 +9,7 @@
 pub const CHUNK: usize = 1 << 14;
 
 /// Work (elements, or multiply-adds) below which a kernel stays on the calling thread.
-pub const PAR_THRESHOLD: usize = 1 << 15;
+pub const PAR_THRESHOLD: usize = 1 << 17;
 
 /// Calls `f(start, chunk)` for consecutive `CHUNK`-sized pieces of `out`, where
 /// `start` is the chunk's first index; in parallel when `out` is large.

@@ -4,6 +4,7 @@ use crate::element::Element;
 use crate::error::{fmt_shape, Error, Result};
 use crate::layout::{checked_numel, Layout, Rows};
 use crate::parallel;
+use crate::storage::{self, Storage};
 use std::fmt;
 use std::sync::Arc;
 
@@ -13,8 +14,8 @@ use std::sync::Arc;
 /// flip, ...) share storage too; operations always produce new, contiguous storage.
 /// `T` is usually `f32` or `f64` ([`Element`]); index tensors use `usize`.
 #[derive(Clone)]
-pub struct Tensor<T> {
-    data: Arc<Vec<T>>,
+pub struct Tensor<T: Send + 'static> {
+    data: Arc<Storage<T>>,
     layout: Layout,
 }
 
@@ -33,7 +34,7 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
             ));
         }
         Ok(Tensor {
-            data: Arc::new(data),
+            data: Arc::new(Storage::new(data)),
             layout: Layout::contiguous_unchecked(shape),
         })
     }
@@ -46,7 +47,7 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
     /// A rank-0 tensor holding `v`.
     pub fn scalar(v: T) -> Self {
         Tensor {
-            data: Arc::new(vec![v]),
+            data: Arc::new(Storage::new(vec![v])),
             layout: Layout::contiguous_unchecked(&[]),
         }
     }
@@ -55,7 +56,7 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
     pub fn full(shape: &[usize], v: T) -> Result<Self> {
         let n = checked_numel("full", shape)?;
         Ok(Tensor {
-            data: Arc::new(vec![v; n]),
+            data: Arc::new(Storage::new(storage::filled(n, v))),
             layout: Layout::contiguous_unchecked(shape),
         })
     }
@@ -64,7 +65,7 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
     pub(crate) fn from_contiguous(data: Vec<T>, shape: &[usize]) -> Self {
         debug_assert_eq!(data.len(), shape.iter().product::<usize>());
         Tensor {
-            data: Arc::new(data),
+            data: Arc::new(Storage::new(data)),
             layout: Layout::contiguous_unchecked(shape),
         }
     }
@@ -161,7 +162,7 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
         }
         let rows = Rows::new([&self.layout]);
         let src: &[T] = &self.data;
-        let mut out = vec![src[self.layout.offset()]; n];
+        let mut out = storage::scratch(n, src[self.layout.offset()]);
         parallel::for_each_row_chunk(&mut out, rows.len, |r0, chunk| {
             let r1 = r0 + chunk.len() / rows.len;
             let mut k = 0;
@@ -227,7 +228,7 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
         }
         let src: &[T] = &self.data;
         if let Some(s) = self.as_slice() {
-            let mut out = vec![f(s[0]); n];
+            let mut out = storage::scratch(n, f(s[0]));
             parallel::for_each_chunk(&mut out, |start, chunk| {
                 for (o, &x) in chunk.iter_mut().zip(&s[start..]) {
                     *o = f(x);
@@ -236,7 +237,7 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
             return Tensor::from_contiguous(out, self.shape());
         }
         let rows = Rows::new([&self.layout]);
-        let mut out = vec![f(src[self.layout.offset()]); n];
+        let mut out = storage::scratch(n, f(src[self.layout.offset()]));
         parallel::for_each_row_chunk(&mut out, rows.len, |r0, chunk| {
             let r1 = r0 + chunk.len() / rows.len;
             let mut k = 0;
@@ -266,12 +267,12 @@ impl<T: Element> Tensor<T> {
 
     /// Zeros with the shape of `other`.
     pub fn zeros_like(other: &Tensor<T>) -> Self {
-        Tensor::from_contiguous(vec![T::zero(); other.numel()], other.shape())
+        Tensor::from_contiguous(storage::filled(other.numel(), T::zero()), other.shape())
     }
 
     /// Ones with the shape of `other`.
     pub fn ones_like(other: &Tensor<T>) -> Self {
-        Tensor::from_contiguous(vec![T::one(); other.numel()], other.shape())
+        Tensor::from_contiguous(storage::filled(other.numel(), T::one()), other.shape())
     }
 
     /// `start, start + step, ...` up to but excluding `end` (1-D).
@@ -317,7 +318,7 @@ impl<T: Element> Tensor<T> {
     /// The `n × n` identity matrix.
     pub fn eye(n: usize) -> Result<Self> {
         checked_numel("eye", &[n, n])?;
-        let mut data = vec![T::zero(); n * n];
+        let mut data = storage::filled(n * n, T::zero());
         for i in 0..n {
             data[i * n + i] = T::one();
         }

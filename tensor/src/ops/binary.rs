@@ -4,6 +4,7 @@ use crate::element::Element;
 use crate::error::Result;
 use crate::layout::{broadcast_shapes, checked_numel, Rows};
 use crate::parallel;
+use crate::storage;
 use crate::tensor::Tensor;
 
 impl<T: Element> Tensor<T> {
@@ -20,7 +21,7 @@ impl<T: Element> Tensor<T> {
         if n == 0 {
             return Ok(Tensor::from_contiguous(Vec::new(), &shape));
         }
-        let mut out = vec![T::zero(); n];
+        let mut out = storage::scratch(n, T::zero());
         if let (true, Some(a), Some(b)) = (
             self.shape() == other.shape(),
             self.as_slice(),
@@ -191,7 +192,7 @@ impl<T: Element> Tensor<T> {
             a.as_slice().expect("contiguous"),
             b.as_slice().expect("contiguous"),
         );
-        let mut out = vec![T::zero(); c.len()];
+        let mut out = storage::scratch(c.len(), T::zero());
         parallel::for_each_chunk(&mut out, |s, o| {
             for (i, o) in o.iter_mut().enumerate() {
                 *o = if c[s + i] != T::zero() {

@@ -4,6 +4,7 @@
 use crate::element::Element;
 use crate::error::{fmt_shape, Error, Result};
 use crate::layout::{checked_numel, contiguous_strides, normalize_axis, Layout, Rows};
+use crate::storage;
 use crate::tensor::Tensor;
 
 /// Visits every multi-index of `shape` in row-major order.
@@ -250,7 +251,7 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
             .collect::<Option<Vec<usize>>>()
             .ok_or_else(|| Error::value("pad", format!("padding {pads:?} overflows")))?;
         let n = checked_numel("pad", &shape)?;
-        let mut out = vec![value; n];
+        let mut out = storage::filled(n, value);
         if self.numel() > 0 {
             let strides = contiguous_strides(&shape);
             let offset: isize = pads
@@ -310,6 +311,95 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
 }
 
 impl<T: Element> Tensor<T> {
+    /// A copy of `self` with the slices of `src` added at `indices` along `axis`
+    /// (repeated indices accumulate): the adjoint of [`Tensor::index_select`].
+    pub fn index_add(&self, axis: isize, indices: &[usize], src: &Tensor<T>) -> Result<Tensor<T>> {
+        let ax = normalize_axis("index_add", axis, self.ndim())?;
+        let mut want = self.shape().to_vec();
+        want[ax] = indices.len();
+        if src.shape() != want.as_slice() {
+            return Err(Error::shape(
+                "index_add",
+                format!(
+                    "source shape {} should be {} for {} indices into {}",
+                    fmt_shape(src.shape()),
+                    fmt_shape(&want),
+                    indices.len(),
+                    fmt_shape(self.shape())
+                ),
+            ));
+        }
+        let d = self.shape()[ax];
+        if let Some(&bad) = indices.iter().find(|&&i| i >= d) {
+            return Err(Error::Index {
+                op: "index_add",
+                index: bad,
+                len: d,
+                axis: ax,
+            });
+        }
+        let outer: usize = self.shape()[..ax].iter().product();
+        let inner: usize = self.shape()[ax + 1..].iter().product();
+        let mut out = self.to_vec();
+        let s = src.contiguous();
+        let sv = s.as_slice().expect("contiguous");
+        for o in 0..outer {
+            for (j, &i) in indices.iter().enumerate() {
+                let dst = (o * d + i) * inner;
+                let from = (o * indices.len() + j) * inner;
+                for q in 0..inner {
+                    out[dst + q] = out[dst + q] + sv[from + q];
+                }
+            }
+        }
+        Ok(Tensor::from_contiguous(out, self.shape()))
+    }
+
+    /// A copy of `self` whose elements `start, start + step, ...` along `axis` are
+    /// replaced by `src` (which has the shape of that slice): the adjoint of
+    /// [`Tensor::slice`] when `self` is zero.
+    pub fn slice_assign(
+        &self,
+        axis: isize,
+        start: usize,
+        step: usize,
+        src: &Tensor<T>,
+    ) -> Result<Tensor<T>> {
+        let ax = normalize_axis("slice_assign", axis, self.ndim())?;
+        let base = Tensor::from_contiguous(self.to_vec(), self.shape());
+        let n = src.shape().get(ax).copied().unwrap_or(0);
+        let end = if n == 0 {
+            start
+        } else {
+            start + (n - 1) * step + 1
+        };
+        let target = base.slice(axis, start, end, step)?;
+        if target.shape() != src.shape() || end > self.shape()[ax] {
+            return Err(Error::shape(
+                "slice_assign",
+                format!(
+                    "source shape {} does not fit {start}..{end} step {step} of axis {ax} in {}",
+                    fmt_shape(src.shape()),
+                    fmt_shape(self.shape())
+                ),
+            ));
+        }
+        let mut out = base.to_vec();
+        if src.numel() > 0 {
+            let rows = Rows::new([src.layout(), target.layout()]);
+            let sv = src.storage();
+            rows.for_each(0, rows.count, |_, [ps, pd]| {
+                let (mut qs, mut qd) = (ps as isize, pd as isize);
+                for _ in 0..rows.len {
+                    out[qd as usize] = sv[qs as usize];
+                    qs += rows.inner[0];
+                    qd += rows.inner[1];
+                }
+            });
+        }
+        Ok(Tensor::from_contiguous(out, self.shape()))
+    }
+
     /// A copy of `self` with `src` added at the positions `index` names along `axis`:
     /// `out[..., index[p], ...] += src[p]` (`index` and `src` have the same shape).
     pub fn scatter_add(
@@ -370,7 +460,7 @@ impl<T: Element> Tensor<T> {
             });
         }
         let n = checked_numel("one_hot", &[labels.len(), classes])?;
-        let mut out = vec![T::zero(); n];
+        let mut out = storage::filled(n, T::zero());
         for (i, &l) in labels.iter().enumerate() {
             out[i * classes + l] = T::one();
         }

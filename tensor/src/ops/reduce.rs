@@ -10,6 +10,7 @@ use crate::element::Element;
 use crate::error::{fmt_shape, Error, Result};
 use crate::layout::normalize_axes;
 use crate::parallel::{self, CHUNK};
+use crate::storage;
 use crate::tensor::Tensor;
 
 /// Sum of a slice with eight independent accumulators (vectorisable, and more
@@ -56,30 +57,42 @@ pub(crate) fn sum_slice<T: Element>(x: &[T]) -> T {
     sum_pairwise(&partial)
 }
 
-fn max_slice<T: Element>(x: &[T]) -> T {
-    let mut m = T::neg_infinity();
-    for &v in x {
-        if v.is_nan() {
-            return v;
-        }
-        if v > m {
-            m = v;
+/// Folds a slice with eight independent lanes (vectorisable), then the lanes.
+fn fold_lanes<T: Element>(x: &[T], init: T, f: impl Fn(T, T) -> T) -> T {
+    let mut acc = [init; 8];
+    let mut chunks = x.chunks_exact(8);
+    for c in &mut chunks {
+        for k in 0..8 {
+            acc[k] = f(acc[k], c[k]);
         }
     }
-    m
+    for (k, &v) in chunks.remainder().iter().enumerate() {
+        acc[k] = f(acc[k], v);
+    }
+    acc.iter().fold(init, |a, &b| f(a, b))
 }
 
-fn min_slice<T: Element>(x: &[T]) -> T {
-    let mut m = T::infinity();
-    for &v in x {
-        if v.is_nan() {
-            return v;
-        }
-        if v < m {
-            m = v;
-        }
+/// The first NaN of a slice, if any.
+fn first_nan<T: Element>(x: &[T]) -> Option<T> {
+    // A vectorisable scan first; the position only matters when there is a NaN.
+    let any = x.iter().fold(false, |a, &v| a | v.is_nan());
+    any.then(|| x.iter().copied().find(|v| v.is_nan()).expect("a NaN"))
+}
+
+/// Maximum of a slice; NaN if any element is NaN.
+fn max_slice<T: Element>(x: &[T]) -> T {
+    if let Some(nan) = first_nan(x) {
+        return nan;
     }
-    m
+    fold_lanes(x, T::neg_infinity(), |a, b| if b > a { b } else { a })
+}
+
+/// Minimum of a slice; NaN if any element is NaN.
+fn min_slice<T: Element>(x: &[T]) -> T {
+    if let Some(nan) = first_nan(x) {
+        return nan;
+    }
+    fold_lanes(x, T::infinity(), |a, b| if b < a { b } else { a })
 }
 
 /// Index of the first maximum (a NaN counts as the maximum).
@@ -110,16 +123,37 @@ fn argmin_slice<T: Element>(x: &[T]) -> usize {
     best
 }
 
+/// Σ f(x) over a slice, where `f` maps a piece of input into a buffer: the
+/// buffers' pairwise sums over fixed `CHUNK` pieces (in parallel when long), then
+/// the pairwise sum of the partials. No buffer longer than `CHUNK` is allocated.
+fn sum_mapped<T: Element>(x: &[T], f: impl Fn(&[T], &mut [T]) + Sync) -> T {
+    let piece = |i: usize| {
+        let p = &x[i * CHUNK..((i + 1) * CHUNK).min(x.len())];
+        let mut buf = vec![T::zero(); p.len()];
+        f(p, &mut buf);
+        sum_pairwise(&buf)
+    };
+    if x.len() <= CHUNK {
+        return piece(0);
+    }
+    let partial = parallel::map_collect(x.len().div_ceil(CHUNK), x.len(), piece);
+    sum_pairwise(&partial)
+}
+
 fn logsumexp_slice<T: Element>(x: &[T]) -> T {
     let m = max_slice(x);
     if !m.is_finite() {
         // All −∞ gives −∞; any +∞ gives +∞; NaN stays NaN.
         return m;
     }
-    let shifted: Vec<T> = x.iter().map(|&v| v - m).collect();
-    let mut e = vec![T::zero(); x.len()];
-    T::exp_slice(&shifted, &mut e);
-    m + sum_slice(&e).ln()
+    let s = sum_mapped(x, |p, buf| {
+        for (b, &v) in buf.iter_mut().zip(p) {
+            *b = v - m;
+        }
+        let shifted = buf.to_vec();
+        T::exp_slice(&shifted, buf);
+    });
+    m + s.ln()
 }
 
 impl<T: Element> Tensor<T> {
@@ -342,7 +376,7 @@ impl<T: Element> Tensor<T> {
         let x = self.permute(&perm)?.contiguous();
         let data = x.as_slice().expect("contiguous");
         let len = self.shape()[ax];
-        let mut out = vec![T::zero(); data.len()];
+        let mut out = storage::scratch(data.len(), T::zero());
         parallel::for_each_row_chunk(&mut out, len, |r0, chunk| {
             for (i, o) in chunk.chunks_mut(len).enumerate() {
                 let r = r0 + i;

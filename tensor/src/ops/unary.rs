@@ -4,6 +4,7 @@ use crate::element::{DType, Element};
 use crate::kernels::{sigmoid_scalar, softplus_scalar};
 use crate::parallel;
 use crate::special;
+use crate::storage;
 use crate::tensor::Tensor;
 use num_traits::Float;
 
@@ -17,7 +18,7 @@ impl<T: Element> Tensor<T> {
     fn map_kernel(&self, kernel: fn(&[T], &mut [T])) -> Tensor<T> {
         let src = self.contiguous();
         let x = src.as_slice().expect("contiguous");
-        let mut out = vec![T::zero(); x.len()];
+        let mut out = storage::scratch(x.len(), T::zero());
         parallel::for_each_chunk(&mut out, |start, chunk| {
             kernel(&x[start..start + chunk.len()], chunk)
         });

@@ -1,0 +1,83 @@
+//! The tape's contract: what is recorded, what is refused, and that gradcheck can
+//! fail.
+
+use autograd::{backward, grad, gradcheck, gradgradcheck, no_grad, record, GradcheckOptions, Var};
+use tensor::Tensor;
+
+fn leaf(v: &[f64]) -> Var<f64> {
+    Var::leaf(Tensor::from_vec(v.to_vec(), &[v.len()]).unwrap())
+}
+
+#[test]
+fn constants_record_nothing_and_no_grad_turns_recording_off() {
+    let c = Var::constant(Tensor::from_vec(vec![1.0, 2.0], &[2]).unwrap());
+    assert!(!c.exp().unwrap().requires_grad());
+    let x = leaf(&[1.0, 2.0]);
+    assert!(x.exp().unwrap().requires_grad());
+    assert!(!no_grad(|| x.exp().unwrap()).requires_grad());
+    assert!(!x.detach().requires_grad());
+    assert!(x.is_leaf() && !x.exp().unwrap().is_leaf());
+}
+
+#[test]
+fn bad_calls_give_clear_errors() {
+    let x = leaf(&[1.0, 2.0]);
+    let e = backward(&x.exp().unwrap()).unwrap_err();
+    assert!(e.to_string().contains("one-element loss"), "{e}");
+    let c = Var::constant(Tensor::scalar(1.0));
+    assert!(backward(&c)
+        .unwrap_err()
+        .to_string()
+        .contains("does not require a gradient"));
+    let y = x.exp().unwrap();
+    let bad = Var::constant(Tensor::ones(&[3]).unwrap());
+    let e = grad(&[&y], &[&x], Some(&[&bad]), false).unwrap_err();
+    assert!(e.to_string().contains("cotangent 0 has shape [3]"), "{e}");
+    let e = x.matmul(&x).unwrap_err();
+    assert!(e.to_string().starts_with("matmul:"), "{e}");
+}
+
+#[test]
+fn unreachable_inputs_get_zeros() {
+    let x = leaf(&[1.0, 2.0]);
+    let z = leaf(&[5.0]);
+    let g = grad(&[&x.sum_all().unwrap()], &[&x, &z], None, false).unwrap();
+    assert_eq!(g[0].value().to_vec(), vec![1.0, 1.0]);
+    assert_eq!(g[1].value().to_vec(), vec![0.0]);
+}
+
+#[test]
+fn gradcheck_refuses_broadcast_views() {
+    let x = Tensor::<f64>::ones(&[3])
+        .unwrap()
+        .broadcast_to(&[2, 3])
+        .unwrap();
+    let e = gradcheck(|v| v[0].exp(), &[x], &GradcheckOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("broadcast view"), "{e}");
+}
+
+/// exp with a wrong rule (2·g·y): the negative control that shows gradcheck fails.
+fn exp_wrong(x: &Var<f64>) -> tensor::Result<Var<f64>> {
+    record("exp_wrong", &[x], x.value().exp(), |c| {
+        Ok(vec![Some(c.grad.mul(c.output)?.mul_scalar(2.0)?)])
+    })
+}
+
+/// exp whose rule treats the output as a constant: right first derivative, wrong
+/// second derivative.
+fn exp_detached(x: &Var<f64>) -> tensor::Result<Var<f64>> {
+    record("exp_detached", &[x], x.value().exp(), |c| {
+        Ok(vec![Some(c.grad.mul(&c.output.detach())?)])
+    })
+}
+
+#[test]
+fn gradcheck_and_gradgradcheck_catch_wrong_rules() {
+    let x = Tensor::from_vec(vec![0.1, -0.4, 0.9], &[3]).unwrap();
+    let o = GradcheckOptions::default();
+    let e = gradcheck(|v| exp_wrong(&v[0]), std::slice::from_ref(&x), &o).unwrap_err();
+    assert!(e.to_string().contains("analytic"), "{e}");
+    assert!(gradcheck(|v| exp_detached(&v[0]), std::slice::from_ref(&x), &o).is_ok());
+    assert!(gradgradcheck(|v| exp_detached(&v[0]), std::slice::from_ref(&x), &o).is_err());
+    assert!(gradgradcheck(|v| v[0].exp(), &[x], &o).is_ok());
+}

@@ -1,0 +1,92 @@
+//! gradcheck and gradgradcheck for every differentiable op, over proptest-generated
+//! shapes and layouts (non-contiguous, stepped, flipped; broadcast inputs are made
+//! inside the function).
+
+mod common;
+
+use autograd::{gradcheck, gradgradcheck, Var};
+use common::*;
+use proptest::prelude::*;
+use tensor::strategies::{broadcast_pair, nonempty_shape, tensor_with_shape};
+use tensor::Tensor;
+
+fn strided() -> impl Strategy<Value = Tensor<f64>> {
+    nonempty_shape(3, 3)
+        .prop_filter("rank ≥ 1", |s| !s.is_empty())
+        .prop_flat_map(tensor_with_shape::<f64>)
+}
+
+proptest! {
+    #![proptest_config(config(12))]
+
+    #[test]
+    fn unary_ops_pass_gradcheck(x in strided()) {
+        for (name, f) in unary_cases() {
+            let r = gradcheck(|v| f(&v[0]), std::slice::from_ref(&x), &opts());
+            prop_assert!(r.is_ok(), "{}: {:?} on {:?}", name, r, x);
+        }
+    }
+
+    #[test]
+    fn unary_ops_pass_gradgradcheck(x in strided()) {
+        for (name, f) in unary_cases() {
+            let r = gradgradcheck(|v| f(&v[0]), std::slice::from_ref(&x), &opts());
+            prop_assert!(r.is_ok(), "{}: {:?} on {:?}", name, r, x);
+        }
+    }
+
+    #[test]
+    fn binary_ops_pass_gradcheck_under_broadcasting((sa, sb) in broadcast_pair(3, 3), seed in any::<u64>()) {
+        let mut rng = tensor::Rng::new(seed);
+        let a = Tensor::<f64>::rand_uniform(&sa, -2.0, 2.0, &mut rng).unwrap();
+        // A transposed second operand exercises strided inputs.
+        let rev: Vec<usize> = sb.iter().rev().cloned().collect();
+        let b = Tensor::<f64>::rand_uniform(&rev, -2.0, 2.0, &mut rng).unwrap();
+        let b = b.permute(&(0..sb.len() as isize).rev().collect::<Vec<_>>()).unwrap();
+        for (name, f) in binary_cases() {
+            let r = gradcheck(|v| f(&v[0], &v[1]), &[a.clone(), b.clone()], &opts());
+            prop_assert!(r.is_ok(), "{}: {:?}", name, r);
+            let r = gradgradcheck(|v| f(&v[0], &v[1]), &[a.clone(), b.clone()], &opts());
+            prop_assert!(r.is_ok(), "{} (second order): {:?}", name, r);
+        }
+    }
+
+    #[test]
+    fn matmul_passes_gradcheck_with_broadcast_batches(
+        m in 1usize..4, k in 1usize..4, n in 1usize..4, batch in 1usize..3, transpose in any::<bool>(), seed in any::<u64>(),
+    ) {
+        let mut rng = tensor::Rng::new(seed);
+        let a = Tensor::<f64>::rand_normal(&[batch, m, k], 0.0, 1.0, &mut rng).unwrap();
+        let b = if transpose {
+            Tensor::<f64>::rand_normal(&[n, k], 0.0, 1.0, &mut rng).unwrap().t().unwrap()
+        } else {
+            Tensor::<f64>::rand_normal(&[k, n], 0.0, 1.0, &mut rng).unwrap()
+        };
+        let f = |v: &[Var<f64>]| v[0].matmul(&v[1]);
+        prop_assert!(gradcheck(f, &[a.clone(), b.clone()], &opts()).is_ok());
+        prop_assert!(gradgradcheck(f, &[a, b], &opts()).is_ok());
+    }
+
+    #[test]
+    fn scatter_add_and_index_add_pass_gradcheck(seed in any::<u64>()) {
+        let mut rng = tensor::Rng::new(seed);
+        let base = Tensor::<f64>::rand_normal(&[3, 4], 0.0, 1.0, &mut rng).unwrap();
+        let src = Tensor::<f64>::rand_normal(&[2, 4], 0.0, 1.0, &mut rng).unwrap();
+        let idx = Tensor::from_vec(vec![2usize, 0, 2, 1, 0, 0, 1, 2], &[2, 4]).unwrap();
+        let f = |v: &[Var<f64>]| v[0].scatter_add(0, &idx, &v[1]);
+        prop_assert!(gradcheck(f, &[base.clone(), src.clone()], &opts()).is_ok());
+        let g = |v: &[Var<f64>]| v[0].index_add(0, &[2, 2], &v[1]);
+        prop_assert!(gradcheck(g, &[base, src], &opts()).is_ok());
+    }
+}
+
+#[test]
+fn large_layers_use_random_directions() {
+    let mut rng = tensor::Rng::new(3);
+    let w = Tensor::<f64>::rand_normal(&[64, 48], 0.0, 0.2, &mut rng).unwrap();
+    let x = Tensor::<f64>::rand_normal(&[32, 64], 0.0, 1.0, &mut rng).unwrap();
+    let f = |v: &[Var<f64>]| v[1].matmul(&v[0])?.tanh()?.square()?.mean(&[1], false);
+    let report = gradcheck(f, &[w, x], &opts()).unwrap();
+    assert!(!report.full_jacobian);
+    assert_eq!(report.checks, opts().directions);
+}
