@@ -1,3 +1,17 @@
-//! Neural-network building blocks on top of `autograd`: modules, parameters,
-//! layers, losses and checkpoints.
+//! Neural-network building blocks on top of `autograd`: the `Module` trait, named
+//! parameters in a store, initialisers, layers, losses and safetensors checkpoints.
 #![forbid(unsafe_code)]
+
+pub mod check;
+pub mod checkpoint;
+pub mod init;
+pub mod layers;
+pub mod loss;
+pub mod module;
+pub mod param;
+
+pub use layers::{
+    dropout::Dropout, embedding::Embedding, layer_norm::LayerNorm, linear::Linear, mlp::Mlp,
+};
+pub use module::{Activation, Module, Sequential};
+pub use param::{Param, ParamGrads, ParamStore, Scope};

@@ -1,3 +1,15 @@
-//! Update rules: the `Optimizer` trait, SGD/Adam, and the engine's three methods
-//! (closed-form last layer, LLQR+SAM, the ICNN lift).
+//! Update rules over the parameters of an `nn` model: the [`Optimizer`] trait, SGD,
+//! Adam and AdamW, learning-rate schedules, and checkpoints of a whole training state
+//! (model, optimiser, generators) that resume bit-identically.
 #![forbid(unsafe_code)]
+
+pub mod adam;
+pub mod optimizer;
+pub mod schedule;
+pub mod sgd;
+pub mod training_state;
+
+pub use adam::{Adam, AdamConfig};
+pub use optimizer::{Optimizer, OptimizerState};
+pub use schedule::Schedule;
+pub use sgd::{Sgd, SgdConfig};

@@ -1,0 +1,434 @@
+//! Checkpoints in the safetensors format: an 8-byte little-endian header length, a
+//! JSON header giving each tensor's dtype, shape and byte range, then the raw
+//! little-endian data. Files written here load in PyTorch, JAX and candle, and
+//! theirs (in F32/F64) load here.
+//!
+//! Reading is strict: every malformed file — truncated, with bad or overlapping
+//! offsets, an unknown dtype, a shape that does not match its byte range, an absurd
+//! declared size, invalid UTF-8 — gives an error naming the problem, and no
+//! allocation is sized by a declared value before it has been checked against the
+//! actual length. Writing is atomic: a temporary file in the same directory, synced,
+//! then renamed over the target.
+
+pub mod json;
+mod store_io;
+
+use json::Json;
+use std::io::Write;
+use std::path::Path;
+use tensor::{DType, Element, Error, Result, Tensor};
+
+/// A tensor of either supported element type.
+#[derive(Clone, Debug)]
+pub enum AnyTensor {
+    /// Single precision.
+    F32(Tensor<f32>),
+    /// Double precision.
+    F64(Tensor<f64>),
+}
+
+impl AnyTensor {
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            AnyTensor::F32(_) => DType::F32,
+            AnyTensor::F64(_) => DType::F64,
+        }
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &[usize] {
+        match self {
+            AnyTensor::F32(t) => t.shape(),
+            AnyTensor::F64(t) => t.shape(),
+        }
+    }
+
+    /// Wraps a tensor of a generic element type.
+    pub fn from_tensor<T: Element>(t: &Tensor<T>) -> AnyTensor {
+        match T::DTYPE {
+            DType::F32 => AnyTensor::F32(t.cast()),
+            DType::F64 => AnyTensor::F64(t.cast()),
+        }
+    }
+
+    /// The tensor as element type `T`, which must be its own type (no silent casts).
+    pub fn to_tensor<T: Element>(&self, name: &str) -> Result<Tensor<T>> {
+        if self.dtype() != T::DTYPE {
+            return Err(Error::format(
+                "checkpoint",
+                format!(
+                    "tensor '{name}' is {} but {} was expected",
+                    self.dtype().name(),
+                    T::DTYPE.name()
+                ),
+            ));
+        }
+        Ok(match self {
+            AnyTensor::F32(t) => t.cast(),
+            AnyTensor::F64(t) => t.cast(),
+        })
+    }
+
+    fn append_bytes(&self, out: &mut Vec<u8>) {
+        match self {
+            AnyTensor::F32(t) => t.to_vec().iter().for_each(|v| v.to_le_bytes_vec(out)),
+            AnyTensor::F64(t) => t.to_vec().iter().for_each(|v| v.to_le_bytes_vec(out)),
+        }
+    }
+}
+
+/// Named tensors plus string metadata (the header's `__metadata__`).
+#[derive(Clone, Debug, Default)]
+pub struct Checkpoint {
+    /// The tensors, in file order.
+    pub tensors: Vec<(String, AnyTensor)>,
+    /// Free-form string metadata (optimiser step counts, RNG states, ...).
+    pub metadata: Vec<(String, String)>,
+}
+
+impl Checkpoint {
+    /// The tensor called `name`.
+    pub fn get(&self, name: &str) -> Option<&AnyTensor> {
+        self.tensors.iter().find(|(n, _)| n == name).map(|(_, t)| t)
+    }
+
+    /// The tensor called `name` as element type `T`, or an error naming it.
+    pub fn tensor<T: Element>(&self, name: &str) -> Result<Tensor<T>> {
+        self.get(name)
+            .ok_or_else(|| Error::format("checkpoint", format!("tensor '{name}' is missing")))?
+            .to_tensor(name)
+    }
+
+    /// The metadata value for `key`.
+    pub fn meta(&self, key: &str) -> Option<&str> {
+        self.metadata
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The metadata value for `key`, or an error naming it.
+    pub fn require_meta(&self, key: &str) -> Result<&str> {
+        self.meta(key)
+            .ok_or_else(|| Error::format("checkpoint", format!("metadata '{key}' is missing")))
+    }
+}
+
+/// Bounds on what a reader accepts.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Largest accepted JSON header, in bytes.
+    pub max_header_bytes: usize,
+    /// Largest accepted tensor, in elements.
+    pub max_elements: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_header_bytes: 100 << 20,
+            max_elements: 1 << 32,
+        }
+    }
+}
+
+/// Serialises a checkpoint to bytes.
+pub fn to_bytes(ckpt: &Checkpoint) -> Result<Vec<u8>> {
+    let mut header = String::from("{");
+    let mut first = true;
+    let mut sep = |h: &mut String| {
+        if !first {
+            h.push(',');
+        }
+        first = false;
+    };
+    if !ckpt.metadata.is_empty() {
+        sep(&mut header);
+        header.push_str("\"__metadata__\":{");
+        for (i, (k, v)) in ckpt.metadata.iter().enumerate() {
+            if i > 0 {
+                header.push(',');
+            }
+            json::write_string(&mut header, k);
+            header.push(':');
+            json::write_string(&mut header, v);
+        }
+        header.push('}');
+    }
+    let mut offset = 0usize;
+    let mut names = std::collections::HashSet::new();
+    for (name, t) in &ckpt.tensors {
+        if name == "__metadata__" || !names.insert(name.as_str()) {
+            return Err(Error::value(
+                "checkpoint",
+                format!("tensor name '{name}' is reserved or repeated"),
+            ));
+        }
+        let bytes = t.shape().iter().product::<usize>() * t.dtype().size();
+        sep(&mut header);
+        json::write_string(&mut header, name);
+        header.push_str(&format!(
+            ":{{\"dtype\":\"{}\",\"shape\":{:?},\"data_offsets\":[{},{}]}}",
+            t.dtype().name(),
+            t.shape(),
+            offset,
+            offset + bytes
+        ));
+        offset += bytes;
+    }
+    header.push('}');
+    // Pad the header with spaces to a multiple of 8 bytes, as safetensors does.
+    while header.len() % 8 != 0 {
+        header.push(' ');
+    }
+    let mut out = Vec::with_capacity(8 + header.len() + offset);
+    out.extend_from_slice(&(header.len() as u64).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    for (_, t) in &ckpt.tensors {
+        t.append_bytes(&mut out);
+    }
+    Ok(out)
+}
+
+/// One tensor's header entry, validated.
+struct Entry {
+    name: String,
+    dtype: DType,
+    shape: Vec<usize>,
+    begin: usize,
+    end: usize,
+}
+
+fn bad(detail: impl Into<String>) -> Error {
+    Error::format("safetensors", detail)
+}
+
+fn parse_entry(name: &str, v: &Json, data_len: usize, limits: &Limits) -> Result<Entry> {
+    let Json::Object(fields) = v else {
+        return Err(bad(format!(
+            "entry '{name}' is {}, not an object",
+            v.kind()
+        )));
+    };
+    let (mut dtype, mut shape, mut offsets) = (None, None, None);
+    for (k, val) in fields {
+        match k.as_str() {
+            "dtype" => dtype = Some(val),
+            "shape" => shape = Some(val),
+            "data_offsets" => offsets = Some(val),
+            other => {
+                return Err(bad(format!(
+                    "entry '{name}' has an unexpected field '{other}'"
+                )))
+            }
+        }
+    }
+    let dtype = match dtype {
+        Some(Json::String(s)) if s == "F32" => DType::F32,
+        Some(Json::String(s)) if s == "F64" => DType::F64,
+        Some(Json::String(s)) => {
+            return Err(bad(format!(
+                "tensor '{name}' has dtype '{s}', which is not supported (F32, F64)"
+            )))
+        }
+        _ => return Err(bad(format!("tensor '{name}' has no string dtype"))),
+    };
+    let dims = match shape {
+        Some(Json::Array(a)) => a,
+        _ => return Err(bad(format!("tensor '{name}' has no shape array"))),
+    };
+    let mut shape = Vec::with_capacity(dims.len().min(64));
+    let mut numel: usize = 1;
+    for d in dims {
+        let d = d
+            .as_u64()
+            .and_then(|d| usize::try_from(d).ok())
+            .ok_or_else(|| {
+                bad(format!(
+                    "tensor '{name}' has a shape entry that is not a size"
+                ))
+            })?;
+        numel = numel
+            .checked_mul(d)
+            .filter(|&n| n <= limits.max_elements)
+            .ok_or_else(|| {
+                bad(format!(
+                    "tensor '{name}' declares more than {} elements",
+                    limits.max_elements
+                ))
+            })?;
+        shape.push(d);
+    }
+    let (begin, end) = match offsets {
+        Some(Json::Array(a)) if a.len() == 2 => match (a[0].as_u64(), a[1].as_u64()) {
+            (Some(b), Some(e)) => (b, e),
+            _ => return Err(bad(format!("tensor '{name}' has non-integer data_offsets"))),
+        },
+        _ => {
+            return Err(bad(format!(
+                "tensor '{name}' needs data_offsets [begin, end]"
+            )))
+        }
+    };
+    if begin > end || end > data_len as u64 {
+        return Err(bad(format!(
+            "tensor '{name}' has data_offsets [{begin}, {end}] outside the {data_len} data bytes"
+        )));
+    }
+    let (begin, end) = (begin as usize, end as usize);
+    let want = numel * dtype.size();
+    if end - begin != want {
+        return Err(bad(format!(
+            "tensor '{name}' of shape {shape:?} and dtype {} needs {want} bytes, its range holds {}",
+            dtype.name(),
+            end - begin
+        )));
+    }
+    Ok(Entry {
+        name: name.to_string(),
+        dtype,
+        shape,
+        begin,
+        end,
+    })
+}
+
+fn decode<T: Element>(bytes: &[u8], shape: &[usize]) -> Result<Tensor<T>> {
+    let size = T::DTYPE.size();
+    let data: Vec<T> = bytes.chunks_exact(size).map(T::from_le_slice).collect();
+    Tensor::from_vec(data, shape)
+}
+
+/// Parses a checkpoint from bytes.
+pub fn from_bytes(bytes: &[u8], limits: &Limits) -> Result<Checkpoint> {
+    if bytes.len() < 8 {
+        return Err(bad(format!(
+            "truncated: {} bytes, the header length alone needs 8",
+            bytes.len()
+        )));
+    }
+    let declared = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+    if declared > limits.max_header_bytes as u64 {
+        return Err(bad(format!(
+            "declared header size {declared} exceeds the limit of {} bytes",
+            limits.max_header_bytes
+        )));
+    }
+    let hlen = declared as usize;
+    if bytes.len() - 8 < hlen {
+        return Err(bad(format!(
+            "truncated: the header declares {hlen} bytes but only {} follow",
+            bytes.len() - 8
+        )));
+    }
+    let text = std::str::from_utf8(&bytes[8..8 + hlen])
+        .map_err(|e| bad(format!("the header is not valid UTF-8: {e}")))?;
+    let header =
+        json::parse(text).map_err(|e| bad(format!("the header is not valid JSON: {e}")))?;
+    let Json::Object(fields) = header else {
+        return Err(bad(format!(
+            "the header is {}, not an object",
+            header.kind()
+        )));
+    };
+    let data = &bytes[8 + hlen..];
+    let mut ckpt = Checkpoint::default();
+    let mut entries = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (name, v) in &fields {
+        if !seen.insert(name.as_str()) {
+            return Err(bad(format!("the name '{name}' appears twice")));
+        }
+        if name == "__metadata__" {
+            let Json::Object(meta) = v else {
+                return Err(bad("__metadata__ is not an object"));
+            };
+            for (k, val) in meta {
+                match val {
+                    Json::String(s) => ckpt.metadata.push((k.clone(), s.clone())),
+                    other => {
+                        return Err(bad(format!(
+                            "metadata '{k}' is {}, not a string",
+                            other.kind()
+                        )))
+                    }
+                }
+            }
+            continue;
+        }
+        entries.push(parse_entry(name, v, data.len(), limits)?);
+    }
+    // The byte ranges must tile the data section: no overlap, no hole.
+    let mut order: Vec<&Entry> = entries.iter().collect();
+    order.sort_by_key(|e| (e.begin, e.end));
+    let mut cursor = 0usize;
+    let mut prev = "the start of the data";
+    for e in &order {
+        if e.begin < cursor {
+            return Err(bad(format!("tensors '{prev}' and '{}' overlap", e.name)));
+        }
+        if e.begin > cursor {
+            return Err(bad(format!(
+                "bytes {cursor}..{} after '{prev}' belong to no tensor",
+                e.begin
+            )));
+        }
+        cursor = e.end;
+        prev = &e.name;
+    }
+    if cursor != data.len() {
+        return Err(bad(format!(
+            "{} trailing data bytes belong to no tensor",
+            data.len() - cursor
+        )));
+    }
+    for e in entries {
+        let raw = &data[e.begin..e.end];
+        let t = match e.dtype {
+            DType::F32 => AnyTensor::F32(decode(raw, &e.shape)?),
+            DType::F64 => AnyTensor::F64(decode(raw, &e.shape)?),
+        };
+        ckpt.tensors.push((e.name, t));
+    }
+    Ok(ckpt)
+}
+
+/// Writes a checkpoint atomically: a temporary file next to `path`, synced, then
+/// renamed over it.
+pub fn save(path: impl AsRef<Path>, ckpt: &Checkpoint) -> Result<()> {
+    let path = path.as_ref();
+    let bytes = to_bytes(ckpt)?;
+    let name = path.file_name().ok_or_else(|| {
+        Error::value(
+            "checkpoint",
+            format!("'{}' is not a file path", path.display()),
+        )
+    })?;
+    let tmp = path.with_file_name(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let io = |e: std::io::Error| Error::io(tmp.display().to_string(), &e);
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp).map_err(io)?;
+        f.write_all(&bytes).map_err(io)?;
+        f.sync_all().map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(|e| Error::io(path.display().to_string(), &e))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Reads a checkpoint file.
+pub fn load(path: impl AsRef<Path>, limits: &Limits) -> Result<Checkpoint> {
+    let path = path.as_ref();
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path.display().to_string(), &e))?;
+    from_bytes(&bytes, limits).map_err(|e| match e {
+        Error::Format { detail, .. } => Error::format(path.display().to_string(), detail),
+        other => other,
+    })
+}

@@ -1,0 +1,43 @@
+//! Embedding table.
+
+use crate::init;
+use crate::param::{Param, Scope};
+use autograd::Var;
+use tensor::{error::fmt_shape, Element, Error, Result, Rng};
+
+/// A table of `count` vectors of size `dim`, looked up by index (N(0, 1) at start,
+/// as in PyTorch).
+pub struct Embedding<T: Element> {
+    /// The table `[count, dim]`.
+    pub weight: Param<T>,
+}
+
+impl<T: Element> Embedding<T> {
+    /// A table of `count` vectors of size `dim`.
+    pub fn new(scope: &Scope<T>, count: usize, dim: usize, rng: &mut Rng) -> Result<Self> {
+        if count == 0 || dim == 0 {
+            return Err(Error::value(
+                "Embedding",
+                format!("needs positive sizes, got {count} × {dim}"),
+            ));
+        }
+        Ok(Embedding {
+            weight: scope.param("weight", init::normal(&[count, dim], 0.0, 1.0, rng)?)?,
+        })
+    }
+
+    /// The vectors of `ids`, shaped `shape ++ [dim]` (`shape` must hold `ids.len()`
+    /// elements).
+    pub fn forward_ids(&self, ids: &[usize], shape: &[usize]) -> Result<Var<T>> {
+        if shape.iter().product::<usize>() != ids.len() {
+            return Err(Error::shape(
+                "Embedding",
+                format!("{} ids do not fill shape {}", ids.len(), fmt_shape(shape)),
+            ));
+        }
+        let dim = self.weight.shape()[1];
+        let mut out = shape.to_vec();
+        out.push(dim);
+        self.weight.var().index_select(0, ids)?.reshape(&out)
+    }
+}

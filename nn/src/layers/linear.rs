@@ -1,0 +1,84 @@
+//! Fully connected layer y = x Wᵀ + b.
+
+use crate::init;
+use crate::module::Module;
+use crate::param::{Param, Scope};
+use autograd::Var;
+use tensor::{error::fmt_shape, Element, Error, Result, Rng};
+
+/// y = x Wᵀ + b with W of shape `[out, in]` (PyTorch's layout) and x of shape
+/// `[..., in]`. Initialised like PyTorch: U[−1/√in, 1/√in] for W and b.
+pub struct Linear<T: Element> {
+    /// Weight `[out, in]`.
+    pub weight: Param<T>,
+    /// Bias `[out]`, if any.
+    pub bias: Option<Param<T>>,
+}
+
+impl<T: Element> Linear<T> {
+    /// A layer with parameters "weight" (and "bias") in `scope`.
+    pub fn new(
+        scope: &Scope<T>,
+        inputs: usize,
+        outputs: usize,
+        bias: bool,
+        rng: &mut Rng,
+    ) -> Result<Self> {
+        if inputs == 0 || outputs == 0 {
+            return Err(Error::value(
+                "Linear",
+                format!("needs positive sizes, got {inputs} → {outputs}"),
+            ));
+        }
+        let weight = scope.param("weight", init::lecun_uniform(&[outputs, inputs], rng)?)?;
+        let bias = if bias {
+            let a = 1.0 / (inputs as f64).sqrt();
+            Some(scope.param("bias", init::uniform(&[outputs], -a, a, rng)?)?)
+        } else {
+            None
+        };
+        Ok(Linear { weight, bias })
+    }
+
+    /// Input size.
+    pub fn inputs(&self) -> usize {
+        self.weight.shape()[1]
+    }
+
+    /// Output size.
+    pub fn outputs(&self) -> usize {
+        self.weight.shape()[0]
+    }
+
+    /// The layer applied with explicit weights (used when a hypernetwork or a
+    /// closed-form solve supplies them).
+    pub fn apply(x: &Var<T>, weight: &Var<T>, bias: Option<&Var<T>>) -> Result<Var<T>> {
+        let last = x.shape().last().copied().unwrap_or(0);
+        if x.ndim() < 2 || last != weight.shape()[1] {
+            return Err(Error::shape(
+                "Linear",
+                format!(
+                    "input of shape {} does not end in the layer's {} inputs (needs [..., {}])",
+                    fmt_shape(x.shape()),
+                    weight.shape()[1],
+                    weight.shape()[1]
+                ),
+            ));
+        }
+        let y = x.matmul(&weight.t()?)?;
+        match bias {
+            Some(b) => y.add(b),
+            None => Ok(y),
+        }
+    }
+}
+
+impl<T: Element> Module<T> for Linear<T> {
+    fn forward(&self, x: &Var<T>) -> Result<Var<T>> {
+        Linear::apply(
+            x,
+            &self.weight.var(),
+            self.bias.as_ref().map(|b| b.var()).as_ref(),
+        )
+    }
+}

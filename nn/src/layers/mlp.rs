@@ -1,0 +1,59 @@
+//! Multi-layer perceptron builder.
+
+use crate::layers::linear::Linear;
+use crate::module::{Activation, Module};
+use crate::param::Scope;
+use autograd::Var;
+use tensor::{Element, Error, Result, Rng};
+
+/// Linear layers of the given sizes with an activation between them (none after
+/// the last). Parameters are named "0.weight", "0.bias", "1.weight", ...
+pub struct Mlp<T: Element> {
+    /// The linear layers, in order.
+    pub layers: Vec<Linear<T>>,
+    /// The activation between layers.
+    pub activation: Activation,
+}
+
+impl<T: Element> Mlp<T> {
+    /// An MLP with `sizes = [in, hidden..., out]`.
+    pub fn new(
+        scope: &Scope<T>,
+        sizes: &[usize],
+        activation: Activation,
+        rng: &mut Rng,
+    ) -> Result<Self> {
+        if sizes.len() < 2 {
+            return Err(Error::value(
+                "Mlp",
+                format!("needs at least an input and an output size, got {sizes:?}"),
+            ));
+        }
+        let layers = sizes
+            .windows(2)
+            .enumerate()
+            .map(|(i, w)| Linear::new(&scope.sub(i.to_string()), w[0], w[1], true, rng))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Mlp { layers, activation })
+    }
+
+    /// The features before the last layer (the "backbone" output).
+    pub fn features(&self, x: &Var<T>) -> Result<Var<T>> {
+        let mut h = x.clone();
+        for layer in &self.layers[..self.layers.len() - 1] {
+            h = self.activation.apply(&layer.forward(&h)?)?;
+        }
+        Ok(h)
+    }
+
+    /// The last layer.
+    pub fn head(&self) -> &Linear<T> {
+        self.layers.last().expect("at least one layer")
+    }
+}
+
+impl<T: Element> Module<T> for Mlp<T> {
+    fn forward(&self, x: &Var<T>) -> Result<Var<T>> {
+        self.head().forward(&self.features(x)?)
+    }
+}

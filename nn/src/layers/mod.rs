@@ -1,0 +1,7 @@
+//! Layers.
+
+pub mod dropout;
+pub mod embedding;
+pub mod layer_norm;
+pub mod linear;
+pub mod mlp;

@@ -1,0 +1,102 @@
+//! Losses: mean squared error, cross-entropy from logits (with label smoothing),
+//! negative log-likelihood, and the squared loss on one-hot targets.
+
+use autograd::Var;
+use tensor::{error::fmt_shape, Element, Error, Result, Tensor};
+
+fn check_labels(op: &'static str, shape: &[usize], labels: &[usize]) -> Result<(usize, usize)> {
+    if shape.len() != 2 {
+        return Err(Error::shape(
+            op,
+            format!("needs [batch, classes] scores, got {}", fmt_shape(shape)),
+        ));
+    }
+    let (n, c) = (shape[0], shape[1]);
+    if n == 0 {
+        return Err(Error::shape(op, "the batch is empty"));
+    }
+    if labels.len() != n {
+        return Err(Error::shape(
+            op,
+            format!("{} labels for a batch of {n}", labels.len()),
+        ));
+    }
+    if let Some(&bad) = labels.iter().find(|&&l| l >= c) {
+        return Err(Error::Index {
+            op,
+            index: bad,
+            len: c,
+            axis: 1,
+        });
+    }
+    Ok((n, c))
+}
+
+/// mean((pred − target)²) over all elements; the shapes must be equal.
+pub fn mse<T: Element>(pred: &Var<T>, target: &Var<T>) -> Result<Var<T>> {
+    if pred.shape() != target.shape() {
+        return Err(Error::shape(
+            "mse",
+            format!(
+                "prediction {} and target {} differ",
+                fmt_shape(pred.shape()),
+                fmt_shape(target.shape())
+            ),
+        ));
+    }
+    if pred.numel() == 0 {
+        return Err(Error::shape("mse", "the batch is empty"));
+    }
+    pred.sub(target)?.square()?.mean_all()
+}
+
+/// −mean_i log_probs[i, labels[i]].
+pub fn nll<T: Element>(log_probs: &Var<T>, labels: &[usize]) -> Result<Var<T>> {
+    let (n, _) = check_labels("nll", log_probs.shape(), labels)?;
+    let idx = Tensor::from_vec(labels.to_vec(), &[n, 1])?;
+    log_probs.gather(1, &idx)?.mean_all()?.neg()
+}
+
+/// Cross-entropy of logits `[batch, classes]` against class labels, averaged over
+/// the batch, computed through log_softmax (stable). With label smoothing ε the
+/// target is (1 − ε)·one_hot + ε/classes.
+pub fn cross_entropy<T: Element>(
+    logits: &Var<T>,
+    labels: &[usize],
+    label_smoothing: f64,
+) -> Result<Var<T>> {
+    check_labels("cross_entropy", logits.shape(), labels)?;
+    if !(0.0..1.0).contains(&label_smoothing) {
+        return Err(Error::value(
+            "cross_entropy",
+            format!("label smoothing must be in [0, 1), got {label_smoothing}"),
+        ));
+    }
+    let lp = logits.log_softmax(-1)?;
+    let hard = nll(&lp, labels)?;
+    if label_smoothing == 0.0 {
+        return Ok(hard);
+    }
+    let uniform = lp.mean(&[-1], false)?.mean_all()?.neg()?;
+    hard.mul_scalar(1.0 - label_smoothing)?
+        .add(&uniform.mul_scalar(label_smoothing)?)
+}
+
+/// Squared loss on one-hot targets: mean_i Σ_k (outputs[i, k] − [k = labels[i]])²,
+/// the loss under which a closed-form last layer is exact.
+pub fn squared_one_hot<T: Element>(outputs: &Var<T>, labels: &[usize]) -> Result<Var<T>> {
+    let (_, c) = check_labels("squared_one_hot", outputs.shape(), labels)?;
+    let target = Var::constant(Tensor::one_hot(labels, c)?);
+    outputs
+        .sub(&target)?
+        .square()?
+        .sum(&[-1], false)?
+        .mean_all()
+}
+
+/// Fraction of rows whose arg-max equals the label.
+pub fn accuracy<T: Element>(scores: &Tensor<T>, labels: &[usize]) -> Result<f64> {
+    let (n, _) = check_labels("accuracy", scores.shape(), labels)?;
+    let pred = scores.argmax(-1, false)?.to_vec();
+    Ok(pred.iter().zip(labels).filter(|(p, l)| p == l).count() as f64 / n as f64)
+}

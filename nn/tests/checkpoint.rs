@@ -1,0 +1,319 @@
+//! safetensors: bit-exact round trips, a corpus of malformed files each rejected
+//! with its own error, atomic writes, and loads that leave the model untouched on
+//! failure.
+
+use nn::checkpoint::{self, from_bytes, to_bytes, AnyTensor, Checkpoint, Limits};
+use nn::{Linear, ParamStore};
+use proptest::prelude::*;
+use tensor::{Rng, Tensor};
+
+fn sample() -> Checkpoint {
+    let mut rng = Rng::new(1);
+    Checkpoint {
+        tensors: vec![
+            (
+                "a".into(),
+                AnyTensor::F32(Tensor::rand_normal(&[2, 3], 0.0, 1.0, &mut rng).unwrap()),
+            ),
+            (
+                "b.c".into(),
+                AnyTensor::F64(Tensor::rand_normal(&[4], 0.0, 1.0, &mut rng).unwrap()),
+            ),
+        ],
+        metadata: vec![("step".into(), "7".into())],
+    }
+}
+
+fn bits(t: &AnyTensor) -> Vec<u64> {
+    match t {
+        AnyTensor::F32(t) => t.to_vec().iter().map(|v| v.to_bits() as u64).collect(),
+        AnyTensor::F64(t) => t.to_vec().iter().map(|v| v.to_bits()).collect(),
+    }
+}
+
+/// A file with the given header text and `data` bytes.
+fn raw(header: &str, data: usize) -> Vec<u8> {
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(header.as_bytes());
+    out.extend(std::iter::repeat_n(0u8, data));
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn round_trips_are_bit_exact(
+        shapes in proptest::collection::vec(proptest::collection::vec(0usize..4, 0..4), 1..5),
+        seed in any::<u64>(),
+        wide in any::<bool>(),
+    ) {
+        let mut rng = Rng::new(seed);
+        let tensors: Vec<(String, AnyTensor)> = shapes.iter().enumerate().map(|(i, s)| {
+            let t = Tensor::<f64>::rand_normal(s, 0.0, 1e3, &mut rng).unwrap();
+            let any = if wide ^ (i % 2 == 0) { AnyTensor::F64(t) } else { AnyTensor::F32(t.cast()) };
+            (format!("t{i}.w\"eird\\name"), any)
+        }).collect();
+        let ck = Checkpoint { tensors, metadata: vec![("note".into(), "π and \"quotes\"".into())] };
+        let bytes = to_bytes(&ck).unwrap();
+        prop_assert_eq!((bytes.len() - 8 - ck.tensors.iter().map(|(_, t)| t.shape().iter().product::<usize>() * t.dtype().size()).sum::<usize>()) % 8, 0);
+        let back = from_bytes(&bytes, &Limits::default()).unwrap();
+        prop_assert_eq!(back.metadata.clone(), ck.metadata.clone());
+        for ((n1, t1), (n2, t2)) in ck.tensors.iter().zip(&back.tensors) {
+            prop_assert_eq!(n1, n2);
+            prop_assert_eq!(t1.shape(), t2.shape());
+            prop_assert_eq!(bits(t1), bits(t2));
+        }
+    }
+}
+
+#[test]
+fn special_values_survive_bit_for_bit() {
+    let v = vec![f32::NAN, -0.0, f32::INFINITY, f32::MIN_POSITIVE / 2.0, 1.0];
+    let ck = Checkpoint {
+        tensors: vec![(
+            "x".into(),
+            AnyTensor::F32(Tensor::from_vec(v.clone(), &[5]).unwrap()),
+        )],
+        metadata: vec![],
+    };
+    let back = from_bytes(&to_bytes(&ck).unwrap(), &Limits::default()).unwrap();
+    assert_eq!(
+        bits(&back.tensors[0].1),
+        v.iter().map(|x| x.to_bits() as u64).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn every_malformed_file_is_rejected_with_its_error() {
+    let good = to_bytes(&sample()).unwrap();
+    let t = |dtype: &str, shape: &str, off: &str| {
+        format!(r#"{{"x":{{"dtype":"{dtype}","shape":{shape},"data_offsets":{off}}}}}"#)
+    };
+    let corpus: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("empty file", vec![], "truncated: 0 bytes"),
+        ("short length", vec![1, 2, 3], "truncated: 3 bytes"),
+        (
+            "truncated header",
+            good[..20].to_vec(),
+            "truncated: the header declares",
+        ),
+        (
+            "truncated data",
+            good[..good.len() - 3].to_vec(),
+            "outside the",
+        ),
+        (
+            "absurd header size",
+            u64::MAX.to_le_bytes().to_vec(),
+            "exceeds the limit",
+        ),
+        (
+            "invalid utf-8",
+            {
+                let mut b = raw("{\"\u{e9}\":1}", 0);
+                b[10] = 0xff;
+                b
+            },
+            "not valid UTF-8",
+        ),
+        ("not json", raw("{nope", 0), "not valid JSON"),
+        ("not an object", raw("[1,2]", 0), "an array, not an object"),
+        (
+            "unknown dtype",
+            raw(&t("Q8", "[1]", "[0,1]"), 1),
+            "dtype 'Q8', which is not supported",
+        ),
+        (
+            "f16 unsupported",
+            raw(&t("F16", "[1]", "[0,2]"), 2),
+            "'F16'",
+        ),
+        (
+            "shape vs bytes",
+            raw(&t("F32", "[3]", "[0,8]"), 8),
+            "needs 12 bytes, its range holds 8",
+        ),
+        (
+            "negative dim",
+            raw(&t("F32", "[-1]", "[0,4]"), 4),
+            "not a size",
+        ),
+        (
+            "absurd shape",
+            raw(&t("F64", "[4294967296,4294967296]", "[0,8]"), 8),
+            "declares more than",
+        ),
+        (
+            "reversed offsets",
+            raw(&t("F32", "[1]", "[4,0]"), 4),
+            "outside the",
+        ),
+        (
+            "offsets past end",
+            raw(&t("F32", "[1]", "[0,4]"), 2),
+            "outside the 2 data bytes",
+        ),
+        (
+            "offsets not ints",
+            raw(&t("F32", "[1]", "[0.5,4]"), 4),
+            "non-integer data_offsets",
+        ),
+        (
+            "one offset",
+            raw(&t("F32", "[1]", "[4]"), 4),
+            "needs data_offsets",
+        ),
+        (
+            "extra field",
+            raw(
+                r#"{"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"z":1}}"#,
+                4,
+            ),
+            "unexpected field 'z'",
+        ),
+        (
+            "overlap",
+            raw(
+                r#"{"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}"#,
+                8,
+            ),
+            "overlap",
+        ),
+        (
+            "hole",
+            raw(
+                r#"{"x":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}"#,
+                8,
+            ),
+            "belong to no tensor",
+        ),
+        (
+            "trailing bytes",
+            raw(&t("F32", "[1]", "[0,4]"), 9),
+            "5 trailing data bytes",
+        ),
+        (
+            "duplicate name",
+            raw(
+                r#"{"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"x":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}"#,
+                8,
+            ),
+            "appears twice",
+        ),
+        (
+            "metadata not strings",
+            raw(r#"{"__metadata__":{"a":1}}"#, 0),
+            "not a string",
+        ),
+        (
+            "deep nesting",
+            raw(
+                &("{\"x\":".to_string() + &"[".repeat(200) + &"]".repeat(200) + "}"),
+                0,
+            ),
+            "nesting",
+        ),
+    ];
+    for (what, bytes, expect) in corpus {
+        let err = from_bytes(&bytes, &Limits::default()).expect_err(what);
+        let msg = err.to_string();
+        assert!(msg.starts_with("safetensors: "), "{what}: {msg}");
+        assert!(
+            msg.contains(expect),
+            "{what}: got '{msg}', expected '{expect}'"
+        );
+    }
+    let tight = Limits {
+        max_header_bytes: 16,
+        max_elements: 1 << 20,
+    };
+    assert!(from_bytes(&good, &tight)
+        .unwrap_err()
+        .to_string()
+        .contains("exceeds the limit"));
+}
+
+#[test]
+fn saves_are_atomic_and_loads_leave_the_model_untouched_on_error() {
+    let dir = std::env::temp_dir().join(format!("nn-ckpt-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("model.safetensors");
+    let store = ParamStore::<f32>::new();
+    let lin = Linear::new(&store.root().sub("fc"), 3, 2, true, &mut Rng::new(4)).unwrap();
+    checkpoint::save(
+        &path,
+        &Checkpoint {
+            tensors: store.to_tensors(),
+            metadata: vec![],
+        },
+    )
+    .unwrap();
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        leftovers.len(),
+        1,
+        "no temporary file remains: {leftovers:?}"
+    );
+    let before = lin.weight.value().to_vec();
+    // A checkpoint missing the bias: nothing may change.
+    let partial = Checkpoint {
+        tensors: vec![(
+            "fc.weight".into(),
+            AnyTensor::F32(Tensor::zeros(&[2, 3]).unwrap()),
+        )],
+        metadata: vec![],
+    };
+    let err = store.load_from(&partial).unwrap_err();
+    assert!(err.to_string().contains("'fc.bias' is missing"), "{err}");
+    assert_eq!(lin.weight.value().to_vec(), before);
+    // Wrong dtype and wrong shape are named.
+    let wrong = Checkpoint {
+        tensors: vec![
+            (
+                "fc.weight".into(),
+                AnyTensor::F64(Tensor::zeros(&[2, 3]).unwrap()),
+            ),
+            (
+                "fc.bias".into(),
+                AnyTensor::F32(Tensor::zeros(&[2]).unwrap()),
+            ),
+        ],
+        metadata: vec![],
+    };
+    assert!(store
+        .load_from(&wrong)
+        .unwrap_err()
+        .to_string()
+        .contains("is F64 but F32 was expected"));
+    let shaped = Checkpoint {
+        tensors: vec![
+            (
+                "fc.weight".into(),
+                AnyTensor::F32(Tensor::zeros(&[3, 2]).unwrap()),
+            ),
+            (
+                "fc.bias".into(),
+                AnyTensor::F32(Tensor::zeros(&[2]).unwrap()),
+            ),
+        ],
+        metadata: vec![],
+    };
+    assert!(store
+        .load_from(&shaped)
+        .unwrap_err()
+        .to_string()
+        .contains("has shape [3, 2], the model expects [2, 3]"));
+    // The saved file loads back.
+    store
+        .load_from(&checkpoint::load(&path, &Limits::default()).unwrap())
+        .unwrap();
+    assert_eq!(lin.weight.value().to_vec(), before);
+    // A missing file is an I/O error naming the path.
+    let e = checkpoint::load(dir.join("absent"), &Limits::default()).unwrap_err();
+    assert!(e.to_string().contains("absent"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

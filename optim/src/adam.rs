@@ -1,0 +1,182 @@
+//! Adam and AdamW.
+
+use crate::optimizer::{
+    buffer_state, check_lr, check_range, fused_update, load_buffers, Optimizer, OptimizerState,
+};
+use nn::{Param, ParamGrads};
+use tensor::{Element, Error, Result, Tensor};
+
+/// Hyper-parameters of [`Adam`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct AdamConfig {
+    /// Learning rate.
+    pub lr: f64,
+    /// Decay of the first moment, in [0, 1).
+    pub beta1: f64,
+    /// Decay of the second moment, in [0, 1).
+    pub beta2: f64,
+    /// Added to √v̂ in the denominator.
+    pub eps: f64,
+    /// Weight decay: added to the gradient (Adam) or applied to the weights (AdamW).
+    pub weight_decay: f64,
+    /// Decoupled weight decay (AdamW).
+    pub decoupled: bool,
+}
+
+impl AdamConfig {
+    /// Adam with PyTorch's defaults (β = (0.9, 0.999), ε = 1e-8, no decay).
+    pub fn adam(lr: f64) -> Self {
+        AdamConfig {
+            lr,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            weight_decay: 0.0,
+            decoupled: false,
+        }
+    }
+
+    /// AdamW with PyTorch's defaults (decoupled weight decay 0.01).
+    pub fn adamw(lr: f64) -> Self {
+        AdamConfig {
+            weight_decay: 0.01,
+            decoupled: true,
+            ..Self::adam(lr)
+        }
+    }
+
+    /// With betas.
+    pub fn betas(mut self, beta1: f64, beta2: f64) -> Self {
+        self.beta1 = beta1;
+        self.beta2 = beta2;
+        self
+    }
+
+    /// With weight decay.
+    pub fn weight_decay(mut self, wd: f64) -> Self {
+        self.weight_decay = wd;
+        self
+    }
+}
+
+/// Adam (Kingma & Ba) with bias correction; AdamW (Loshchilov & Hutter) when the
+/// weight decay is decoupled: θ ← θ − lr·wd·θ before the Adam step.
+pub struct Adam<T: Element> {
+    params: Vec<Param<T>>,
+    cfg: AdamConfig,
+    step: u64,
+    m: Vec<Option<Tensor<T>>>,
+    v: Vec<Option<Tensor<T>>>,
+}
+
+impl<T: Element> Adam<T> {
+    /// Adam or AdamW over `params`.
+    pub fn new(params: Vec<Param<T>>, cfg: AdamConfig) -> Result<Self> {
+        check_lr("Adam", cfg.lr)?;
+        check_range("Adam", "beta1", cfg.beta1, 0.0, 1.0)?;
+        check_range("Adam", "beta2", cfg.beta2, 0.0, 1.0)?;
+        check_range("Adam", "weight_decay", cfg.weight_decay, 0.0, f64::INFINITY)?;
+        if !(cfg.eps > 0.0 && cfg.eps.is_finite()) {
+            return Err(Error::value(
+                "Adam",
+                format!("eps must be positive, got {}", cfg.eps),
+            ));
+        }
+        let n = params.len();
+        Ok(Adam {
+            params,
+            cfg,
+            step: 0,
+            m: vec![None; n],
+            v: vec![None; n],
+        })
+    }
+
+    /// Steps taken so far.
+    pub fn steps(&self) -> u64 {
+        self.step
+    }
+}
+
+impl<T: Element> Optimizer<T> for Adam<T> {
+    fn params(&self) -> &[Param<T>] {
+        &self.params
+    }
+
+    fn step(&mut self, grads: &ParamGrads<T>) -> Result<()> {
+        grads.check("Adam::step", &self.params)?;
+        let t = self.step + 1;
+        let c = &self.cfg;
+        let (b1, b2) = (T::from_f64(c.beta1), T::from_f64(c.beta2));
+        let bc1 = T::from_f64(1.0 - c.beta1.powf(t as f64));
+        let bc2 = T::from_f64(1.0 - c.beta2.powf(t as f64));
+        let (lr, eps, wd) = (
+            T::from_f64(c.lr),
+            T::from_f64(c.eps),
+            T::from_f64(c.weight_decay),
+        );
+        let decoupled = c.decoupled;
+        let mut updates = Vec::with_capacity(self.params.len());
+        for (i, (p, g)) in self.params.iter().zip(grads.tensors()).enumerate() {
+            let theta = p.value();
+            let m = self.m[i]
+                .clone()
+                .unwrap_or_else(|| Tensor::zeros_like(&theta));
+            let v = self.v[i]
+                .clone()
+                .unwrap_or_else(|| Tensor::zeros_like(&theta));
+            updates.push(fused_update(&theta, g, [&m, &v], |x, g, [m, v]| {
+                let (x, g) = if decoupled {
+                    (x - lr * wd * x, g)
+                } else {
+                    (x, g + wd * x)
+                };
+                *m = b1 * *m + (T::one() - b1) * g;
+                *v = b2 * *v + (T::one() - b2) * g * g;
+                let m_hat = *m / bc1;
+                let v_hat = *v / bc2;
+                x - lr * m_hat / (v_hat.sqrt() + eps)
+            })?);
+        }
+        for (i, (new_p, [new_m, new_v])) in updates.into_iter().enumerate() {
+            self.params[i].set(new_p)?;
+            self.m[i] = Some(new_m);
+            self.v[i] = Some(new_v);
+        }
+        self.step = t;
+        Ok(())
+    }
+
+    fn lr(&self) -> f64 {
+        self.cfg.lr
+    }
+
+    fn set_lr(&mut self, lr: f64) -> Result<()> {
+        self.cfg.lr = check_lr("Adam::set_lr", lr)?;
+        Ok(())
+    }
+
+    fn state(&self) -> OptimizerState<T> {
+        let mut tensors = buffer_state("m", &self.params, &self.m);
+        tensors.extend(buffer_state("v", &self.params, &self.v));
+        OptimizerState {
+            tensors,
+            scalars: vec![
+                ("step".into(), self.step.to_string()),
+                ("lr".into(), format!("{:e}", self.cfg.lr)),
+            ],
+        }
+    }
+
+    fn load_state(&mut self, state: &OptimizerState<T>) -> Result<()> {
+        let m = load_buffers("m", &self.params, state)?;
+        let v = load_buffers("v", &self.params, state)?;
+        let step: u64 = state.scalar("step")?;
+        let lr = check_lr("Adam::load_state", state.scalar("lr")?)?;
+        self.m = m;
+        self.v = v;
+        self.step = step;
+        self.cfg.lr = lr;
+        Ok(())
+    }
+}

@@ -1,0 +1,156 @@
+//! Stochastic gradient descent with momentum, Nesterov momentum and weight decay
+//! (PyTorch's formulation).
+
+use crate::optimizer::{
+    buffer_state, check_lr, check_range, fused_update, load_buffers, Optimizer, OptimizerState,
+};
+use nn::{Param, ParamGrads};
+use tensor::{Element, Error, Result, Tensor};
+
+/// Hyper-parameters of [`Sgd`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct SgdConfig {
+    /// Learning rate.
+    pub lr: f64,
+    /// Momentum μ in [0, 1).
+    pub momentum: f64,
+    /// Dampening of the momentum in [0, 1).
+    pub dampening: f64,
+    /// Nesterov momentum (needs momentum > 0 and no dampening).
+    pub nesterov: bool,
+    /// L2 weight decay added to the gradient.
+    pub weight_decay: f64,
+}
+
+impl SgdConfig {
+    /// Plain SGD at learning rate `lr`.
+    pub fn new(lr: f64) -> Self {
+        SgdConfig {
+            lr,
+            momentum: 0.0,
+            dampening: 0.0,
+            nesterov: false,
+            weight_decay: 0.0,
+        }
+    }
+
+    /// With momentum μ.
+    pub fn momentum(mut self, mu: f64) -> Self {
+        self.momentum = mu;
+        self
+    }
+
+    /// With Nesterov momentum.
+    pub fn nesterov(mut self, on: bool) -> Self {
+        self.nesterov = on;
+        self
+    }
+
+    /// With weight decay.
+    pub fn weight_decay(mut self, wd: f64) -> Self {
+        self.weight_decay = wd;
+        self
+    }
+}
+
+/// SGD: d = g + wd·θ; b ← μ b + (1 − dampening) d (b = d on the first step);
+/// d ← d + μ b (Nesterov) or b; θ ← θ − lr·d.
+pub struct Sgd<T: Element> {
+    params: Vec<Param<T>>,
+    cfg: SgdConfig,
+    momentum: Vec<Option<Tensor<T>>>,
+}
+
+impl<T: Element> Sgd<T> {
+    /// SGD over `params`.
+    pub fn new(params: Vec<Param<T>>, cfg: SgdConfig) -> Result<Self> {
+        check_lr("Sgd", cfg.lr)?;
+        check_range("Sgd", "momentum", cfg.momentum, 0.0, 1.0)?;
+        check_range("Sgd", "dampening", cfg.dampening, 0.0, 1.0)?;
+        check_range("Sgd", "weight_decay", cfg.weight_decay, 0.0, f64::INFINITY)?;
+        if cfg.nesterov && (cfg.momentum == 0.0 || cfg.dampening != 0.0) {
+            return Err(Error::value(
+                "Sgd",
+                "Nesterov momentum needs momentum > 0 and zero dampening",
+            ));
+        }
+        let n = params.len();
+        Ok(Sgd {
+            params,
+            cfg,
+            momentum: vec![None; n],
+        })
+    }
+}
+
+impl<T: Element> Optimizer<T> for Sgd<T> {
+    fn params(&self) -> &[Param<T>] {
+        &self.params
+    }
+
+    fn step(&mut self, grads: &ParamGrads<T>) -> Result<()> {
+        grads.check("Sgd::step", &self.params)?;
+        let (lr, mu, damp, wd, nesterov) = (
+            T::from_f64(self.cfg.lr),
+            T::from_f64(self.cfg.momentum),
+            T::from_f64(self.cfg.dampening),
+            T::from_f64(self.cfg.weight_decay),
+            self.cfg.nesterov,
+        );
+        let mut updates = Vec::with_capacity(self.params.len());
+        for (i, (p, g)) in self.params.iter().zip(grads.tensors()).enumerate() {
+            let theta = p.value();
+            if mu == T::zero() {
+                let (new_p, []) = fused_update(&theta, g, [], |x, g, _| x - lr * (g + wd * x))?;
+                updates.push((new_p, None));
+                continue;
+            }
+            let first = self.momentum[i].is_none();
+            let buf = self.momentum[i]
+                .clone()
+                .unwrap_or_else(|| Tensor::zeros_like(&theta));
+            let (new_p, [new_b]) = fused_update(&theta, g, [&buf], |x, g, [b]| {
+                let d = g + wd * x;
+                *b = if first {
+                    d
+                } else {
+                    mu * *b + (T::one() - damp) * d
+                };
+                let step = if nesterov { d + mu * *b } else { *b };
+                x - lr * step
+            })?;
+            updates.push((new_p, Some(new_b)));
+        }
+        for (i, (new_p, new_b)) in updates.into_iter().enumerate() {
+            self.params[i].set(new_p)?;
+            if new_b.is_some() {
+                self.momentum[i] = new_b;
+            }
+        }
+        Ok(())
+    }
+
+    fn lr(&self) -> f64 {
+        self.cfg.lr
+    }
+
+    fn set_lr(&mut self, lr: f64) -> Result<()> {
+        self.cfg.lr = check_lr("Sgd::set_lr", lr)?;
+        Ok(())
+    }
+
+    fn state(&self) -> OptimizerState<T> {
+        OptimizerState {
+            tensors: buffer_state("momentum", &self.params, &self.momentum),
+            scalars: vec![("lr".into(), format!("{:e}", self.cfg.lr))],
+        }
+    }
+
+    fn load_state(&mut self, state: &OptimizerState<T>) -> Result<()> {
+        let momentum = load_buffers("momentum", &self.params, state)?;
+        let lr = check_lr("Sgd::load_state", state.scalar("lr")?)?;
+        self.momentum = momentum;
+        self.cfg.lr = lr;
+        Ok(())
+    }
+}

@@ -1,0 +1,126 @@
+//! 2N steps straight equal N steps, save, load into a fresh process state, N more
+//! steps — bit for bit (model, Adam moments, dropout mask generator, data order).
+
+use autograd::{backward, Var};
+use nn::{loss, Activation, Dropout, Mlp, Module, ParamGrads, ParamStore};
+use optim::{training_state, Adam, AdamConfig, Optimizer};
+use tensor::{Rng, Tensor};
+
+struct Run {
+    store: ParamStore<f32>,
+    mlp: Mlp<f32>,
+    drop: Dropout<f32>,
+    opt: Adam<f32>,
+    data_rng: Rng,
+}
+
+fn fresh() -> Run {
+    let store = ParamStore::new();
+    let mut init = Rng::new(10);
+    let mlp = Mlp::new(
+        &store.root().sub("mlp"),
+        &[6, 16, 3],
+        Activation::Relu,
+        &mut init,
+    )
+    .unwrap();
+    let drop = Dropout::new(&store, 0.2, Rng::new(11)).unwrap();
+    let opt = Adam::new(store.trainable(), AdamConfig::adamw(0.01)).unwrap();
+    Run {
+        store,
+        mlp,
+        drop,
+        opt,
+        data_rng: Rng::new(12),
+    }
+}
+
+fn data() -> (Tensor<f32>, Vec<usize>) {
+    let mut rng = Rng::new(99);
+    let x = Tensor::rand_normal(&[64, 6], 0.0, 1.0, &mut rng).unwrap();
+    let y = (0..64).map(|i| i % 3).collect();
+    (x, y)
+}
+
+fn steps(run: &mut Run, n: usize) {
+    let (x, y) = data();
+    for _ in 0..n {
+        let idx: Vec<usize> = run.data_rng.permutation(64)[..16].to_vec();
+        let xb = Var::constant(x.index_select(0, &idx).unwrap());
+        let yb: Vec<usize> = idx.iter().map(|&i| y[i]).collect();
+        let h = run.drop.forward(&run.mlp.features(&xb).unwrap()).unwrap();
+        let out = nn::Module::forward(run.mlp.head(), &h).unwrap();
+        let l = loss::cross_entropy(&out, &yb, 0.0).unwrap();
+        let g = ParamGrads::collect(run.opt.params(), &backward(&l).unwrap());
+        run.opt.step(&g).unwrap();
+    }
+}
+
+fn snapshot(run: &Run) -> Vec<u32> {
+    run.store
+        .all()
+        .iter()
+        .flat_map(|p| p.value().to_vec())
+        .map(|v| v.to_bits())
+        .collect()
+}
+
+#[test]
+fn resumed_training_is_bit_identical() {
+    let mut straight = fresh();
+    steps(&mut straight, 20);
+
+    let dir = std::env::temp_dir().join(format!("optim-resume-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("state.safetensors");
+    {
+        let mut first = fresh();
+        steps(&mut first, 10);
+        let drop_rng = Rng::from_state(first.drop.rng_state()).unwrap();
+        training_state::save(
+            &path,
+            &first.store,
+            &first.opt,
+            &[("data", &first.data_rng), ("dropout", &drop_rng)],
+            &[],
+        )
+        .unwrap();
+    }
+    let mut resumed = fresh();
+    let (mut data_rng, mut drop_rng) = (Rng::new(0), Rng::new(0));
+    training_state::load(
+        &path,
+        &resumed.store,
+        &mut resumed.opt,
+        &mut [("data", &mut data_rng), ("dropout", &mut drop_rng)],
+    )
+    .unwrap();
+    resumed.data_rng = data_rng;
+    resumed.drop.set_rng_state(drop_rng.state()).unwrap();
+    assert_eq!(resumed.opt.steps(), 10);
+    steps(&mut resumed, 10);
+    assert_eq!(snapshot(&straight), snapshot(&resumed));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_corrupt_state_file_changes_nothing() {
+    let dir = std::env::temp_dir().join(format!("optim-corrupt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("state.safetensors");
+    let mut run = fresh();
+    steps(&mut run, 3);
+    training_state::save(&path, &run.store, &run.opt, &[("data", &run.data_rng)], &[]).unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.truncate(bytes.len() - 10);
+    std::fs::write(&path, &bytes).unwrap();
+    let mut other = fresh();
+    let before = snapshot(&other);
+    let mut r = Rng::new(0);
+    let e = training_state::load(&path, &other.store, &mut other.opt, &mut [("data", &mut r)])
+        .unwrap_err();
+    assert!(e.to_string().contains("state.safetensors"), "{e}");
+    assert_eq!(snapshot(&other), before);
+    assert_eq!(other.opt.steps(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
