@@ -1,42 +1,61 @@
-//! The `models` binary: experiments that reproduce each method's claims.
+//! `models <experiment> [options]`: runs an experiment and prints its table.
 #![forbid(unsafe_code)]
 
-use tensor::{Rng, Tensor};
+use models::cli::RunConfig;
+use models::experiments::{demo, registry};
 
-/// Fits y = X w by gradient descent on the mean squared error with the hand-derived
-/// gradient 2/n Xᵀ(Xw − y), and prints the recovered weights.
-fn demo() -> tensor::Result<()> {
-    let mut rng = Rng::new(0);
-    let (n, d) = (256, 4);
-    let x = Tensor::<f64>::rand_normal(&[n, d], 0.0, 1.0, &mut rng)?;
-    let w_true = Tensor::from_vec(vec![1.5, -2.0, 0.5, 3.0], &[d, 1])?;
-    let noise = Tensor::<f64>::rand_normal(&[n, 1], 0.0, 0.1, &mut rng)?;
-    let y = x.matmul(&w_true)?.add(&noise)?;
-    let mut w = Tensor::<f64>::zeros(&[d, 1])?;
-    for step in 0..200 {
-        let r = x.matmul(&w)?.sub(&y)?;
-        let grad = x.t()?.matmul(&r)?.mul_scalar(2.0 / n as f64);
-        w = w.sub(&grad.mul_scalar(0.1))?;
-        if step % 50 == 0 {
-            eprintln!("step {step:3}  mse {:.6}", r.square().mean_all()?.item()?);
+const COMMON: &str = "common options: --seed N  --seeds N  --threads N  --quick  --out DIR (runs)  --data DIR  --quiet";
+
+fn usage() -> String {
+    let mut s = String::from("usage: models <experiment> [options]\n\nexperiments:\n");
+    s.push_str(
+        "  list        this list\n  demo        the quick setting of every demo experiment\n",
+    );
+    for e in registry() {
+        s.push_str(&format!("  {:<11} {}\n", e.name, e.about));
+    }
+    s.push_str(&format!("\n{COMMON}\n"));
+    s
+}
+
+fn run(args: &[String]) -> tensor::Result<()> {
+    let name = args.first().map(String::as_str).unwrap_or("list");
+    let cfg = RunConfig::parse(&args[args.len().min(1)..])?;
+    if let Some(n) = cfg.threads {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global()
+            .map_err(|e| {
+                tensor::Error::value("models", format!("cannot start {n} threads: {e}"))
+            })?;
+    }
+    match name {
+        "list" | "help" | "--help" | "-h" => print!("{}", usage()),
+        "demo" => {
+            demo(&cfg)?;
+        }
+        _ => {
+            let e = registry()
+                .into_iter()
+                .find(|e| e.name == name)
+                .ok_or_else(|| {
+                    tensor::Error::value(
+                        "models",
+                        format!("unknown experiment '{name}'; run `models list`"),
+                    )
+                })?;
+            for table in (e.run)(&cfg)? {
+                println!("{}", table.render());
+            }
         }
     }
-    println!("true weights      {:?}", w_true.to_vec());
-    println!("recovered weights {:?}", w.to_vec());
     Ok(())
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        Some("demo") | None => demo(),
-        Some(other) => {
-            eprintln!("unknown experiment '{other}'; available: demo");
-            std::process::exit(2);
-        }
-    };
-    if let Err(e) = result {
+    if let Err(e) = run(&args) {
         eprintln!("error: {e}");
-        std::process::exit(1);
+        std::process::exit(2);
     }
 }

@@ -241,7 +241,7 @@ impl<T: Element> ParamGrads<T> {
         ParamGrads {
             grads: params
                 .iter()
-                .map(|p| grads.get_or_zeros(&p.var()))
+                .map(|p| grads.get_or_zeros(&p.var()).contiguous())
                 .collect(),
         }
     }

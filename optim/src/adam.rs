@@ -1,7 +1,7 @@
 //! Adam and AdamW.
 
 use crate::optimizer::{
-    buffer_state, check_lr, check_range, fused_update, load_buffers, Optimizer, OptimizerState,
+    buffer_state, check_lr, check_range, load_buffers, update_chunks, Optimizer, OptimizerState,
 };
 use nn::{Param, ParamGrads};
 use tensor::{Element, Error, Result, Tensor};
@@ -125,23 +125,32 @@ impl<T: Element> Optimizer<T> for Adam<T> {
             let v = self.v[i]
                 .clone()
                 .unwrap_or_else(|| Tensor::zeros_like(&theta));
-            updates.push(fused_update(&theta, g, [&m, &v], |x, g, [m, v]| {
-                let (x, g) = if decoupled {
-                    (x - lr * wd * x, g)
-                } else {
-                    (x, g + wd * x)
+            let (new_p, moments) = update_chunks(&theta, g, &[&m, &v], |x, g, b, o| {
+                let [po, mo, vo] = o else {
+                    unreachable!("one parameter and two moments")
                 };
-                *m = b1 * *m + (T::one() - b1) * g;
-                *v = b2 * *v + (T::one() - b2) * g * g;
-                let m_hat = *m / bc1;
-                let v_hat = *v / bc2;
-                x - lr * m_hat / (v_hat.sqrt() + eps)
-            })?);
+                let n = x.len();
+                let (g, m, v) = (&g[..n], &b[0][..n], &b[1][..n]);
+                let (po, mo, vo) = (&mut po[..n], &mut mo[..n], &mut vo[..n]);
+                for i in 0..n {
+                    let (xi, gi) = if decoupled {
+                        (x[i] - lr * wd * x[i], g[i])
+                    } else {
+                        (x[i], g[i] + wd * x[i])
+                    };
+                    let mi = b1 * m[i] + (T::one() - b1) * gi;
+                    let vi = b2 * v[i] + (T::one() - b2) * gi * gi;
+                    mo[i] = mi;
+                    vo[i] = vi;
+                    po[i] = xi - lr * (mi / bc1) / ((vi / bc2).sqrt() + eps);
+                }
+            })?;
+            updates.push((new_p, moments));
         }
-        for (i, (new_p, [new_m, new_v])) in updates.into_iter().enumerate() {
+        for (i, (new_p, mut moments)) in updates.into_iter().enumerate() {
             self.params[i].set(new_p)?;
-            self.m[i] = Some(new_m);
-            self.v[i] = Some(new_v);
+            self.v[i] = moments.pop();
+            self.m[i] = moments.pop();
         }
         self.step = t;
         Ok(())

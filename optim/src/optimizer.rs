@@ -120,15 +120,18 @@ pub(crate) fn load_buffers<T: Element>(
         .collect()
 }
 
-/// Applies `f(param, grad, buffers...)` element-wise, producing new values for the
-/// parameter and each buffer. Runs over contiguous chunks, in parallel when large;
-/// element-wise work does not depend on the chunking.
-pub(crate) fn fused_update<T: Element, const B: usize>(
+/// Runs an update kernel over aligned contiguous chunks of a parameter, its
+/// gradient and its buffers, producing the new parameter and buffers in one pass (in
+/// parallel when large; element-wise work does not depend on the chunking).
+///
+/// `kernel(x, g, buffers, outputs)` gets equally long slices; `outputs[0]` is the new
+/// parameter and `outputs[1 + k]` the new buffer `k`.
+pub(crate) fn update_chunks<T: Element>(
     param: &Tensor<T>,
     grad: &Tensor<T>,
-    buffers: [&Tensor<T>; B],
-    f: impl Fn(T, T, &mut [T; B]) -> T + Sync,
-) -> Result<(Tensor<T>, [Tensor<T>; B])> {
+    buffers: &[&Tensor<T>],
+    kernel: impl Fn(&[T], &[T], &[&[T]], &mut [&mut [T]]) + Sync,
+) -> Result<(Tensor<T>, Vec<Tensor<T>>)> {
     let p = param.contiguous();
     let g = grad.contiguous();
     let bs: Vec<Tensor<T>> = buffers.iter().map(|b| b.contiguous()).collect();
@@ -141,27 +144,21 @@ pub(crate) fn fused_update<T: Element, const B: usize>(
         .map(|b| b.as_slice().expect("contiguous"))
         .collect();
     let n = ps.len();
-    // Interleave outputs so one pass writes the parameter and its buffers.
-    let mut out = vec![T::zero(); n * (B + 1)];
-    tensor::parallel::for_each_chunk_sized(&mut out, 4096 * (B + 1), |start, chunk| {
-        let i0 = start / (B + 1);
-        for (j, o) in chunk.chunks_mut(B + 1).enumerate() {
-            let i = i0 + j;
-            let mut state: [T; B] = std::array::from_fn(|k| bsl[k][i]);
-            o[0] = f(ps[i], gs[i], &mut state);
-            o[1..].copy_from_slice(&state);
-        }
+    // Every element of every output is written by the kernel.
+    let mut outs: Vec<Vec<T>> = (0..=buffers.len())
+        .map(|_| tensor::storage::scratch(n, T::zero()))
+        .collect();
+    let mut views: Vec<&mut [T]> = outs.iter_mut().map(|v| v.as_mut_slice()).collect();
+    tensor::parallel::for_each_chunk_of_each(&mut views, 4096, |start, chunks| {
+        let end = start + chunks[0].len();
+        let b: Vec<&[T]> = bsl.iter().map(|s| &s[start..end]).collect();
+        kernel(&ps[start..end], &gs[start..end], &b, chunks);
     });
     let shape = param.shape();
-    let take = |k: usize| -> Result<Tensor<T>> {
-        Tensor::from_vec(out.iter().skip(k).step_by(B + 1).copied().collect(), shape)
-    };
-    let new_p = take(0)?;
-    let new_b: Vec<Tensor<T>> = (1..=B).map(take).collect::<Result<_>>()?;
-    Ok((
-        new_p,
-        new_b
-            .try_into()
-            .map_err(|_| Error::value("fused_update", "buffer count"))?,
-    ))
+    let mut tensors = outs
+        .into_iter()
+        .map(|v| Tensor::from_vec(v, shape))
+        .collect::<Result<Vec<_>>>()?;
+    let new_p = tensors.remove(0);
+    Ok((new_p, tensors))
 }

@@ -2,7 +2,7 @@
 //! (PyTorch's formulation).
 
 use crate::optimizer::{
-    buffer_state, check_lr, check_range, fused_update, load_buffers, Optimizer, OptimizerState,
+    buffer_state, check_lr, check_range, load_buffers, update_chunks, Optimizer, OptimizerState,
 };
 use nn::{Param, ParamGrads};
 use tensor::{Element, Error, Result, Tensor};
@@ -101,7 +101,11 @@ impl<T: Element> Optimizer<T> for Sgd<T> {
         for (i, (p, g)) in self.params.iter().zip(grads.tensors()).enumerate() {
             let theta = p.value();
             if mu == T::zero() {
-                let (new_p, []) = fused_update(&theta, g, [], |x, g, _| x - lr * (g + wd * x))?;
+                let (new_p, _) = update_chunks(&theta, g, &[], |x, g, _, o| {
+                    for ((o, &x), &g) in o[0].iter_mut().zip(x).zip(g) {
+                        *o = x - lr * (g + wd * x);
+                    }
+                })?;
                 updates.push((new_p, None));
                 continue;
             }
@@ -109,17 +113,24 @@ impl<T: Element> Optimizer<T> for Sgd<T> {
             let buf = self.momentum[i]
                 .clone()
                 .unwrap_or_else(|| Tensor::zeros_like(&theta));
-            let (new_p, [new_b]) = fused_update(&theta, g, [&buf], |x, g, [b]| {
-                let d = g + wd * x;
-                *b = if first {
-                    d
-                } else {
-                    mu * *b + (T::one() - damp) * d
+            let (new_p, mut new_b) = update_chunks(&theta, g, &[&buf], |x, g, b, o| {
+                let [po, bo] = o else {
+                    unreachable!("one parameter and one buffer")
                 };
-                let step = if nesterov { d + mu * *b } else { *b };
-                x - lr * step
+                let n = x.len();
+                let (g, b, po, bo) = (&g[..n], &b[0][..n], &mut po[..n], &mut bo[..n]);
+                for i in 0..n {
+                    let d = g[i] + wd * x[i];
+                    let m = if first {
+                        d
+                    } else {
+                        mu * b[i] + (T::one() - damp) * d
+                    };
+                    bo[i] = m;
+                    po[i] = x[i] - lr * if nesterov { d + mu * m } else { m };
+                }
             })?;
-            updates.push((new_p, Some(new_b)));
+            updates.push((new_p, new_b.pop()));
         }
         for (i, (new_p, new_b)) in updates.into_iter().enumerate() {
             self.params[i].set(new_p)?;

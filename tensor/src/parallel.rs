@@ -113,3 +113,40 @@ pub fn for_each_chunk_if<T: Send>(
         f(i * chunk, c);
     }
 }
+
+/// Calls `f(start, chunks)` over aligned chunks of several equally long outputs
+/// (`chunks[k]` is the piece of `outs[k]`), in parallel when they are long: one pass
+/// that writes several results, such as an optimiser's parameter and its moments.
+pub fn for_each_chunk_of_each<T: Send>(
+    outs: &mut [&mut [T]],
+    chunk: usize,
+    f: impl Fn(usize, &mut [&mut [T]]) + Sync + Send,
+) {
+    let chunk = chunk.max(1);
+    let len = outs.first().map_or(0, |o| o.len());
+    assert!(
+        outs.iter().all(|o| o.len() == len),
+        "for_each_chunk_of_each: outputs differ in length"
+    );
+    let mut iters: Vec<_> = outs.iter_mut().map(|o| o.chunks_mut(chunk)).collect();
+    let mut pieces: Vec<Vec<&mut [T]>> = (0..len.div_ceil(chunk))
+        .map(|_| {
+            iters
+                .iter_mut()
+                .map(|it| it.next().expect("aligned chunks"))
+                .collect()
+        })
+        .collect();
+    #[cfg(feature = "parallel")]
+    if len >= PAR_THRESHOLD && pieces.len() > 1 {
+        use rayon::prelude::*;
+        pieces
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(i, p)| f(i * chunk, p));
+        return;
+    }
+    for (i, p) in pieces.iter_mut().enumerate() {
+        f(i * chunk, p);
+    }
+}

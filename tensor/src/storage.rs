@@ -73,10 +73,11 @@ pub(crate) fn filled<T: Copy + Send + 'static>(n: usize, v: T) -> Vec<T> {
     vec![v; n]
 }
 
-/// A vector of length `n` whose every element the caller overwrites: a recycled
+/// A vector of length `n` for a kernel that overwrites every element: a recycled
 /// buffer (holding stale but valid values) when one is pooled, else `n` copies of
-/// `v`. Saves the refill of [`filled`] for kernels that write every output.
-pub(crate) fn scratch<T: Copy + Send + 'static>(n: usize, v: T) -> Vec<T> {
+/// `v`. Saves the refill of [`filled`]; a caller that leaves an element unwritten
+/// would read a stale value, so use it only for outputs written in full.
+pub fn scratch<T: Copy + Send + 'static>(n: usize, v: T) -> Vec<T> {
     if poolable::<T>(n) {
         if let Some(buf) = take::<T>(n) {
             return buf;

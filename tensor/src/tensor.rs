@@ -138,12 +138,10 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
 
     /// The elements in row-major logical order.
     pub fn to_vec(&self) -> Vec<T> {
-        if let Some(s) = self.as_slice() {
-            return s.to_vec();
+        match self.as_slice() {
+            Some(s) => s.to_vec(),
+            None => self.gather_rows(),
         }
-        let mut out = Vec::with_capacity(self.numel());
-        self.layout.for_each_position(|p| out.push(self.data[p]));
-        out
     }
 
     /// A contiguous tensor with the same elements; no copy if already contiguous.
@@ -159,6 +157,9 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
         let n = self.numel();
         if n == 0 {
             return Vec::new();
+        }
+        if let Some(out) = self.gather_transposed() {
+            return out;
         }
         let rows = Rows::new([&self.layout]);
         let src: &[T] = &self.data;
@@ -176,6 +177,51 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
             });
         });
         out
+    }
+
+    /// Copies a view whose last two axes are transposed in memory (the row index
+    /// has stride 1) in 32×32 tiles, so that both the reads and the writes stay in
+    /// cache; `None` for other layouts.
+    fn gather_transposed(&self) -> Option<Vec<T>> {
+        const TILE: usize = 32;
+        let nd = self.ndim();
+        if nd < 2 {
+            return None;
+        }
+        let (shape, strides) = (self.shape(), self.strides());
+        let (r, c, sc) = (shape[nd - 2], shape[nd - 1], strides[nd - 1]);
+        if strides[nd - 2] != 1 || r < 2 || c < 2 {
+            return None;
+        }
+        let outer = Layout::from_parts(
+            shape[..nd - 2].to_vec(),
+            strides[..nd - 2].to_vec(),
+            self.layout.offset(),
+        );
+        let mut bases = Vec::new();
+        outer.for_each_position(|p| bases.push(p as isize));
+        let src: &[T] = &self.data;
+        let mut out = storage::scratch(self.numel(), src[self.layout.offset()]);
+        parallel::for_each_row_chunk(&mut out, c, |row0, chunk| {
+            let rows_here = chunk.len() / c;
+            let mut done = 0;
+            while done < rows_here {
+                let g = row0 + done;
+                let (b, i0) = (g / r, g % r);
+                let h = TILE.min(r - i0).min(rows_here - done);
+                let base = bases[b] + i0 as isize;
+                for j0 in (0..c).step_by(TILE) {
+                    for j in j0..(j0 + TILE).min(c) {
+                        let col = base + j as isize * sc;
+                        for i in 0..h {
+                            chunk[(done + i) * c + j] = src[(col + i as isize) as usize];
+                        }
+                    }
+                }
+                done += h;
+            }
+        });
+        Some(out)
     }
 
     /// The element at a logical index.
@@ -332,10 +378,11 @@ impl<T: Element> Tensor<T> {
 
     /// True when no element is NaN or infinite.
     pub fn all_finite(&self) -> bool {
-        match self.as_slice() {
-            Some(s) => s.iter().all(|x| x.is_finite()),
-            None => self.to_vec().iter().all(|x| x.is_finite()),
-        }
+        let c = self.contiguous();
+        c.as_slice()
+            .expect("contiguous")
+            .iter()
+            .fold(true, |ok, x| ok & x.is_finite())
     }
 
     /// Bitwise equality of shape and elements (NaNs with the same bits compare equal).

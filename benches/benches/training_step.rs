@@ -1,0 +1,44 @@
+//! The headline step: an MLP 784-512-512-10, batch 128, f32, cross-entropy, Adam —
+//! forward, backward and update, as `nn` and `optim` run it.
+//!
+//! Run: `cargo bench -p benches --bench training_step`. The PyTorch figure to compare
+//! with comes from `benches/peers/torch_mlp_step.py`, run on the same machine.
+
+// criterion_group! generates an undocumented public function.
+#![allow(missing_docs)]
+
+use autograd::{backward, Var};
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use nn::{loss, Activation, Mlp, Module, ParamGrads, ParamStore};
+use optim::{Adam, AdamConfig, Optimizer};
+use std::time::Duration;
+use tensor::{Rng, Tensor};
+
+fn mlp_adam_step(c: &mut Criterion) {
+    let mut g = c.benchmark_group("train_step_mlp_784_512_512_10_b128_f32_adam");
+    g.sample_size(30).measurement_time(Duration::from_secs(6));
+    let store = ParamStore::<f32>::new();
+    let mut rng = Rng::new(0);
+    let mlp = Mlp::new(
+        &store.root(),
+        &[784, 512, 512, 10],
+        Activation::Relu,
+        &mut rng,
+    )
+    .unwrap();
+    let mut opt = Adam::new(store.trainable(), AdamConfig::adam(1e-3)).unwrap();
+    let x = Var::constant(Tensor::<f32>::rand_normal(&[128, 784], 0.0, 1.0, &mut rng).unwrap());
+    let labels: Vec<usize> = (0..128).map(|i| i % 10).collect();
+    g.bench_function("step", |b| {
+        b.iter(|| {
+            let l = loss::cross_entropy(&mlp.forward(&x).unwrap(), &labels, 0.0).unwrap();
+            let grads = ParamGrads::collect(opt.params(), &backward(&l).unwrap());
+            opt.step(&grads).unwrap();
+            black_box(l.item().unwrap())
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, mlp_adam_step);
+criterion_main!(benches);

@@ -1,0 +1,186 @@
+//! Command-line options shared by every experiment.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use tensor::{Error, Result};
+
+/// Options of one run: the common ones, plus experiment-specific `--key value` pairs.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// Base seed; seeds `seed, seed + 1, ...` are used for repeated runs.
+    pub seed: u64,
+    /// Number of seeds (repetitions), if given.
+    pub seeds: Option<usize>,
+    /// Worker threads (rayon), if given.
+    pub threads: Option<usize>,
+    /// The quick setting (about a minute on two cores).
+    pub quick: bool,
+    /// Root of the run directories.
+    pub out: PathBuf,
+    /// A directory of real data, for experiments that accept one.
+    pub data: Option<PathBuf>,
+    /// No progress lines on stderr.
+    pub quiet: bool,
+    extra: BTreeMap<String, String>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            seed: 0,
+            seeds: None,
+            threads: None,
+            quick: false,
+            out: PathBuf::from("runs"),
+            data: None,
+            quiet: false,
+            extra: BTreeMap::new(),
+        }
+    }
+}
+
+fn parse_num<T: std::str::FromStr>(key: &str, v: &str) -> Result<T> {
+    v.parse()
+        .map_err(|_| Error::value("models", format!("--{key} expects a number, got '{v}'")))
+}
+
+impl RunConfig {
+    /// Parses `--key value` and flag arguments (everything after the experiment name).
+    pub fn parse(args: &[String]) -> Result<Self> {
+        let mut cfg = RunConfig::default();
+        let mut i = 0;
+        while i < args.len() {
+            let key = args[i]
+                .strip_prefix("--")
+                .ok_or_else(|| {
+                    Error::value("models", format!("unexpected argument '{}'", args[i]))
+                })?
+                .to_string();
+            match key.as_str() {
+                "quick" => cfg.quick = true,
+                "quiet" => cfg.quiet = true,
+                _ => {
+                    let v = args
+                        .get(i + 1)
+                        .ok_or_else(|| Error::value("models", format!("--{key} needs a value")))?;
+                    i += 1;
+                    match key.as_str() {
+                        "seed" => cfg.seed = parse_num(&key, v)?,
+                        "seeds" => {
+                            let n: usize = parse_num(&key, v)?;
+                            if n == 0 {
+                                return Err(Error::value("models", "--seeds must be at least 1"));
+                            }
+                            cfg.seeds = Some(n)
+                        }
+                        "threads" => {
+                            let n: usize = parse_num(&key, v)?;
+                            if n == 0 {
+                                return Err(Error::value("models", "--threads must be at least 1"));
+                            }
+                            cfg.threads = Some(n)
+                        }
+                        "out" => cfg.out = PathBuf::from(v),
+                        "data" => cfg.data = Some(PathBuf::from(v)),
+                        _ => {
+                            cfg.extra.insert(key, v.clone());
+                        }
+                    }
+                }
+            }
+            i += 1;
+        }
+        Ok(cfg)
+    }
+
+    /// Rejects experiment-specific options the experiment does not know.
+    pub fn check_known(&self, experiment: &str, known: &[(&str, &str)]) -> Result<()> {
+        for k in self.extra.keys() {
+            if !known.iter().any(|(n, _)| n == k) {
+                let list: Vec<&str> = known.iter().map(|(n, _)| *n).collect();
+                return Err(Error::value(
+                    "models",
+                    format!(
+                        "{experiment} has no option --{k} (its options: {})",
+                        if list.is_empty() {
+                            "none".into()
+                        } else {
+                            list.join(", ")
+                        }
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// An experiment option parsed as `T`, or `default` when absent.
+    pub fn opt<T: std::str::FromStr>(&self, key: &str, default: T) -> Result<T> {
+        match self.extra.get(key) {
+            None => Ok(default),
+            Some(v) => v
+                .parse()
+                .map_err(|_| Error::value("models", format!("--{key}: cannot parse '{v}'"))),
+        }
+    }
+
+    /// A comma-separated list option.
+    pub fn opt_list<T: std::str::FromStr + Clone>(
+        &self,
+        key: &str,
+        default: &[T],
+    ) -> Result<Vec<T>> {
+        match self.extra.get(key) {
+            None => Ok(default.to_vec()),
+            Some(v) => v
+                .split(',')
+                .map(|s| {
+                    s.trim()
+                        .parse()
+                        .map_err(|_| Error::value("models", format!("--{key}: cannot parse '{s}'")))
+                })
+                .collect(),
+        }
+    }
+
+    /// The seeds to run: `--seeds`, else `quick` or `full` by setting.
+    pub fn seed_list(&self, quick: usize, full: usize) -> Vec<u64> {
+        let n = self.seeds.unwrap_or(if self.quick { quick } else { full });
+        (0..n as u64).map(|i| self.seed + i).collect()
+    }
+
+    /// The run identifier: UTC time, seed and setting.
+    pub fn run_id(&self) -> String {
+        format!(
+            "{}-seed{}{}",
+            utc_stamp(),
+            self.seed,
+            if self.quick { "-quick" } else { "" }
+        )
+    }
+}
+
+/// `YYYYMMDD-HHMMSS` in UTC (for directory names only; never used as a seed).
+fn utc_stamp() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}

@@ -1,0 +1,10 @@
+//! Data: loaders for the formats users have on disk (MNIST IDX, CIFAR binary, CSV),
+//! the datasets shipped with the engine, and in-memory dataset utilities.
+
+pub mod builtin;
+pub mod cifar;
+pub mod csv;
+pub mod dataset;
+pub mod idx;
+
+pub use dataset::{Dataset, Standardizer, Targets};

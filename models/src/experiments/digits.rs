@@ -1,0 +1,201 @@
+//! `digits`: an MLP classifier on the UCI digits, SGD against Adam, cross-entropy
+//! against the squared loss on one-hot targets.
+
+use crate::cli::RunConfig;
+use crate::data::{builtin, Dataset};
+use crate::report::{mean_std, Metrics, RunDir, Table};
+use crate::train::{batch_x, fit, FitSettings, OptimizerKind};
+use autograd::Var;
+use nn::{loss, Activation, Mlp, Module, ParamStore};
+use optim::Schedule;
+use tensor::{Result, Rng};
+
+/// Options of this experiment.
+pub const OPTIONS: &[(&str, &str)] = &[
+    ("epochs", "passes over the training set (quick 20, full 60)"),
+    ("batch", "mini-batch size (32)"),
+    ("hidden", "hidden width (128)"),
+];
+
+/// Which loss an arm trains on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LossKind {
+    /// Cross-entropy on the logits.
+    CrossEntropy,
+    /// Squared loss on one-hot targets.
+    Squared,
+}
+
+impl LossKind {
+    fn name(self) -> &'static str {
+        match self {
+            LossKind::CrossEntropy => "cross-entropy",
+            LossKind::Squared => "squared (one-hot)",
+        }
+    }
+}
+
+/// One training run of the experiment.
+#[derive(Clone, Debug)]
+pub struct Arm {
+    /// Optimiser.
+    pub optimizer: OptimizerKind,
+    /// Loss.
+    pub loss: LossKind,
+    /// Epochs.
+    pub epochs: usize,
+    /// Mini-batch size.
+    pub batch: usize,
+    /// Hidden width.
+    pub hidden: usize,
+}
+
+/// The fixed split all seeds share (so that seeds vary only initialisation and batch
+/// order): 80 % train, 20 % test.
+pub fn split() -> Result<(Dataset, Dataset)> {
+    builtin::digits()?.split(0.2, &mut Rng::new(1234))
+}
+
+/// Trains one arm with one seed; returns (test accuracy, seconds, the model's store).
+pub fn train_arm(
+    arm: &Arm,
+    train: &Dataset,
+    test: &Dataset,
+    seed: u64,
+    series: &str,
+    quiet: bool,
+    metrics: &mut Metrics,
+) -> Result<(f64, f64, ParamStore<f32>)> {
+    let (train_labels, _) = train.labels()?;
+    let (test_labels, _) = test.labels()?;
+    let store = ParamStore::<f32>::new();
+    let h = arm.hidden;
+    let mlp = Mlp::new(
+        &store.root().sub("mlp"),
+        &[64, h, h, 10],
+        Activation::Relu,
+        &mut Rng::new(seed),
+    )?;
+    let mut opt = arm.optimizer.build(&store, 0.0)?;
+    let settings = FitSettings {
+        epochs: arm.epochs,
+        batch_size: arm.batch,
+        schedule: Schedule::Cosine {
+            total: arm.epochs * train.len().div_ceil(arm.batch),
+            min_factor: 0.0,
+        },
+        seed: seed + 1000,
+        series: series.to_string(),
+        quiet,
+    };
+    let x_test = Var::constant(test.x.cast::<f32>());
+    let result = fit(
+        &store,
+        opt.as_mut(),
+        train,
+        &settings,
+        metrics,
+        |idx| {
+            let out = mlp.forward(&Var::constant(batch_x(train, idx)?))?;
+            let labels: Vec<usize> = idx.iter().map(|&i| train_labels[i]).collect();
+            match arm.loss {
+                LossKind::CrossEntropy => loss::cross_entropy(&out, &labels, 0.0),
+                LossKind::Squared => loss::squared_one_hot(&out, &labels),
+            }
+        },
+        || {
+            let acc = loss::accuracy(mlp.forward(&x_test)?.value(), test_labels)?;
+            Ok(vec![("test_accuracy".into(), acc)])
+        },
+    )?;
+    Ok((result[0].1, result[1].1, store))
+}
+
+/// Runs the experiment and returns its table.
+pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
+    cfg.check_known("digits", OPTIONS)?;
+    let epochs = cfg.opt("epochs", if cfg.quick { 20 } else { 60 })?;
+    let batch = cfg.opt("batch", 32usize)?;
+    let hidden = cfg.opt("hidden", 128usize)?;
+    let (train, test) = split()?;
+    let sgd = OptimizerKind::Sgd {
+        lr: 0.05,
+        momentum: 0.9,
+    };
+    let adam = OptimizerKind::Adam { lr: 1e-3 };
+    let arms = [
+        (sgd.clone(), LossKind::CrossEntropy),
+        (adam.clone(), LossKind::CrossEntropy),
+        (sgd, LossKind::Squared),
+        (adam, LossKind::Squared),
+    ];
+    let seeds = cfg.seed_list(2, 5);
+    let mut metrics = Metrics::default();
+    let mut table = Table::new(
+        &format!(
+            "digits: MLP 64-{hidden}-{hidden}-10, {epochs} epochs, batch {batch}, {} seeds, test accuracy on {} held-out images",
+            seeds.len(),
+            test.len()
+        ),
+        &["optimiser", "loss", "test accuracy", "seconds / run"],
+    );
+    let mut model_tensors = Vec::new();
+    for (optimizer, loss) in arms {
+        let arm = Arm {
+            optimizer,
+            loss,
+            epochs,
+            batch,
+            hidden,
+        };
+        let tag = format!(
+            "{}-{}",
+            arm.optimizer.name(),
+            if loss == LossKind::Squared {
+                "sq"
+            } else {
+                "ce"
+            }
+        );
+        let (mut accs, mut secs) = (Vec::new(), Vec::new());
+        for &seed in &seeds {
+            let (acc, s, store) = train_arm(
+                &arm,
+                &train,
+                &test,
+                seed,
+                &format!("{tag}/seed{seed}"),
+                cfg.quiet,
+                &mut metrics,
+            )?;
+            accs.push(acc * 100.0);
+            secs.push(s);
+            if seed == seeds[0] {
+                model_tensors.extend(
+                    store
+                        .to_tensors()
+                        .into_iter()
+                        .map(|(n, t)| (format!("{tag}.{n}"), t)),
+                );
+            }
+        }
+        table.row(vec![
+            arm.optimizer.name().into(),
+            loss.name().into(),
+            mean_std(&accs, 2) + " %",
+            mean_std(&secs, 2),
+        ]);
+    }
+    let dir = RunDir::create(&cfg.out, "digits", &cfg.run_id())?;
+    dir.write_metrics(
+        "digits: MLP classifier",
+        &metrics,
+        &[("train_loss", true), ("test_accuracy", false)],
+        "epoch",
+    )?;
+    dir.write_model(model_tensors, vec![("experiment".into(), "digits".into())])?;
+    let tables = vec![table];
+    dir.write_tables(&tables)?;
+    eprintln!("digits: results in {}", dir.path.display());
+    Ok(tables)
+}

@@ -1,0 +1,59 @@
+//! The experiments, and the registry the command line dispatches through.
+
+pub mod diabetes;
+pub mod digits;
+
+use crate::cli::RunConfig;
+use crate::report::Table;
+use tensor::Result;
+
+/// A registered experiment.
+pub struct Experiment {
+    /// Name on the command line.
+    pub name: &'static str,
+    /// One line saying what it shows.
+    pub about: &'static str,
+    /// Part of `demo` (its quick setting).
+    pub in_demo: bool,
+    /// Its own options (`--key value`), with help.
+    pub options: &'static [(&'static str, &'static str)],
+    /// Runs it, returning the result tables.
+    pub run: fn(&RunConfig) -> Result<Vec<Table>>,
+}
+
+/// Every experiment, in the order `list` and `demo` show them.
+pub fn registry() -> Vec<Experiment> {
+    vec![
+        Experiment {
+            name: "digits",
+            about: "MLP classifier on the UCI digits: SGD vs Adam, cross-entropy vs squared loss on one-hot targets",
+            in_demo: true,
+            options: digits::OPTIONS,
+            run: digits::run,
+        },
+        Experiment {
+            name: "diabetes",
+            about: "MLP regression on the diabetes set: SGD vs Adam against the mean predictor",
+            in_demo: true,
+            options: diabetes::OPTIONS,
+            run: diabetes::run,
+        },
+    ]
+}
+
+/// Runs the quick setting of every demo experiment, one after another.
+pub fn demo(cfg: &RunConfig) -> Result<Vec<Table>> {
+    cfg.check_known("demo", &[])?;
+    let mut quick = cfg.clone();
+    quick.quick = true;
+    let mut tables = Vec::new();
+    for e in registry().into_iter().filter(|e| e.in_demo) {
+        eprintln!("== {}: {}", e.name, e.about);
+        let t = (e.run)(&quick)?;
+        for table in &t {
+            println!("{}", table.render());
+        }
+        tables.extend(t);
+    }
+    Ok(tables)
+}

@@ -1,0 +1,212 @@
+//! What every run leaves behind: `metrics.csv` (the curves, long format),
+//! `plot.svg`, `model.safetensors`, `table.txt`, and the final table on stdout.
+
+pub mod progress;
+pub mod svg;
+
+use nn::checkpoint::{self, AnyTensor, Checkpoint};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use tensor::{Error, Result};
+
+/// One point of one curve: (series, step, metric) → value.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// The method/seed the point belongs to ("adam/ce/seed0").
+    pub series: String,
+    /// Step or epoch.
+    pub step: usize,
+    /// Metric name ("train_loss", "test_accuracy").
+    pub metric: String,
+    /// The value.
+    pub value: f64,
+}
+
+/// The curves of a run.
+#[derive(Clone, Debug, Default)]
+pub struct Metrics {
+    /// All points, in insertion order.
+    pub rows: Vec<Row>,
+}
+
+impl Metrics {
+    /// Adds one point.
+    pub fn push(&mut self, series: &str, step: usize, metric: &str, value: f64) {
+        self.rows.push(Row {
+            series: series.to_string(),
+            step,
+            metric: metric.to_string(),
+            value,
+        });
+    }
+
+    /// Appends another run's points.
+    pub fn extend(&mut self, other: Metrics) {
+        self.rows.extend(other.rows);
+    }
+
+    /// The CSV text: `series,step,metric,value`.
+    pub fn to_csv(&self) -> String {
+        let mut s = String::from("series,step,metric,value\n");
+        for r in &self.rows {
+            let _ = writeln!(s, "{},{},{},{:e}", r.series, r.step, r.metric, r.value);
+        }
+        s
+    }
+
+    /// One panel per metric in `metrics`, a line per series.
+    pub fn panels(&self, metrics: &[(&str, bool)], x_label: &str) -> Vec<svg::Panel> {
+        metrics
+            .iter()
+            .map(|&(m, log_y)| {
+                let mut by_series: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
+                for r in self.rows.iter().filter(|r| r.metric == m) {
+                    by_series
+                        .entry(&r.series)
+                        .or_default()
+                        .push((r.step as f64, r.value));
+                }
+                svg::Panel {
+                    title: m.to_string(),
+                    x_label: x_label.to_string(),
+                    log_y,
+                    series: by_series
+                        .into_iter()
+                        .map(|(k, v)| svg::Series {
+                            label: k.to_string(),
+                            points: v,
+                        })
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// A results table.
+#[derive(Clone, Debug, Default)]
+pub struct Table {
+    /// Title line.
+    pub title: String,
+    /// Column headers.
+    pub headers: Vec<String>,
+    /// Rows of cells.
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// A table with headers.
+    pub fn new(title: &str, headers: &[&str]) -> Self {
+        Table {
+            title: title.to_string(),
+            headers: headers.iter().map(|s| s.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Adds a row.
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    /// The table as aligned text.
+    pub fn render(&self) -> String {
+        let n = self.headers.len();
+        let mut w: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
+        for r in &self.rows {
+            for (i, c) in r.iter().enumerate().take(n) {
+                w[i] = w[i].max(c.chars().count());
+            }
+        }
+        let line = |cells: &[String]| -> String {
+            let parts: Vec<String> = cells
+                .iter()
+                .enumerate()
+                .map(|(i, c)| format!("{c:<width$}", width = w[i.min(n - 1)]))
+                .collect();
+            format!("| {} |", parts.join(" | "))
+        };
+        let mut s = format!("{}\n", self.title);
+        s.push_str(&line(&self.headers));
+        s.push('\n');
+        s.push_str(&format!(
+            "|{}|\n",
+            w.iter()
+                .map(|&k| "-".repeat(k + 2))
+                .collect::<Vec<_>>()
+                .join("|")
+        ));
+        for r in &self.rows {
+            s.push_str(&line(r));
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// Mean and (sample) standard deviation, formatted "mean ± std" (just the mean for
+/// one value).
+pub fn mean_std(values: &[f64], digits: usize) -> String {
+    if values.is_empty() {
+        return "—".into();
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    if values.len() == 1 {
+        return format!("{mean:.digits$}");
+    }
+    let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    format!("{mean:.digits$} ± {sd:.digits$}")
+}
+
+/// The output directory of a run, created on demand.
+#[derive(Clone, Debug)]
+pub struct RunDir {
+    /// The directory.
+    pub path: PathBuf,
+}
+
+impl RunDir {
+    /// `out/<experiment>/<run_id>`, created.
+    pub fn create(out: &Path, experiment: &str, run_id: &str) -> Result<Self> {
+        let path = out.join(experiment).join(run_id);
+        std::fs::create_dir_all(&path).map_err(|e| Error::io(path.display().to_string(), &e))?;
+        Ok(RunDir { path })
+    }
+
+    fn write(&self, name: &str, text: &str) -> Result<()> {
+        let p = self.path.join(name);
+        std::fs::write(&p, text).map_err(|e| Error::io(p.display().to_string(), &e))
+    }
+
+    /// Writes metrics.csv and plot.svg, with `metrics` choosing the panels.
+    pub fn write_metrics(
+        &self,
+        title: &str,
+        m: &Metrics,
+        panels: &[(&str, bool)],
+        x_label: &str,
+    ) -> Result<()> {
+        self.write("metrics.csv", &m.to_csv())?;
+        self.write("plot.svg", &svg::render(title, &m.panels(panels, x_label)))
+    }
+
+    /// Writes the tables to table.txt.
+    pub fn write_tables(&self, tables: &[Table]) -> Result<()> {
+        let text: Vec<String> = tables.iter().map(Table::render).collect();
+        self.write("table.txt", &text.join("\n"))
+    }
+
+    /// Writes model.safetensors.
+    pub fn write_model(
+        &self,
+        tensors: Vec<(String, AnyTensor)>,
+        metadata: Vec<(String, String)>,
+    ) -> Result<()> {
+        checkpoint::save(
+            self.path.join("model.safetensors"),
+            &Checkpoint { tensors, metadata },
+        )
+    }
+}
