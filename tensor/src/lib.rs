@@ -11,8 +11,10 @@
 
 pub mod element;
 pub mod error;
+pub mod fft;
 pub mod kernels;
 pub mod layout;
+pub mod linalg;
 pub mod ops;
 pub mod parallel;
 pub mod rng;

@@ -25,7 +25,7 @@ pub fn for_each_chunk_sized<T: Send>(
 ) {
     let chunk = chunk.max(1);
     #[cfg(feature = "parallel")]
-    if out.len() >= PAR_THRESHOLD && out.len() > chunk {
+    if out.len() >= PAR_THRESHOLD && out.len() > chunk && threads() > 1 {
         use rayon::prelude::*;
         out.par_chunks_mut(chunk)
             .enumerate()
@@ -56,7 +56,7 @@ pub fn for_each_row_chunk<T: Send>(
 /// of the total cost in elements) is large.
 pub fn map_collect<R: Send>(n: usize, work: usize, f: impl Fn(usize) -> R + Sync + Send) -> Vec<R> {
     #[cfg(feature = "parallel")]
-    if work >= PAR_THRESHOLD && n > 1 {
+    if work >= PAR_THRESHOLD && n > 1 && threads() > 1 {
         use rayon::prelude::*;
         return (0..n).into_par_iter().map(f).collect();
     }
@@ -101,7 +101,7 @@ pub fn for_each_chunk_if<T: Send>(
 ) {
     let chunk = chunk.max(1);
     #[cfg(feature = "parallel")]
-    if parallel && out.len() > chunk {
+    if parallel && out.len() > chunk && threads() > 1 {
         use rayon::prelude::*;
         out.par_chunks_mut(chunk)
             .enumerate()
@@ -138,7 +138,7 @@ pub fn for_each_chunk_of_each<T: Send>(
         })
         .collect();
     #[cfg(feature = "parallel")]
-    if len >= PAR_THRESHOLD && pieces.len() > 1 {
+    if len >= PAR_THRESHOLD && pieces.len() > 1 && threads() > 1 {
         use rayon::prelude::*;
         pieces
             .par_iter_mut()

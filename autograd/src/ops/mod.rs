@@ -3,7 +3,9 @@
 //! that they can themselves be differentiated.
 
 pub mod elementwise;
+pub mod fft;
 pub mod index;
+pub mod linalg;
 pub mod matmul;
 pub mod reduce;
 pub mod shape;

@@ -179,3 +179,9 @@ pub fn tanh(x: &[f32], out: &mut [f32]) {
         _mm256_blendv_ps(big, small, is_small)
     })
 }
+
+/// Calls `f` inside a function compiled with AVX2 and FMA enabled.
+#[target_feature(enable = "avx2,fma")]
+pub fn scope<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}

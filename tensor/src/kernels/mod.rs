@@ -47,7 +47,22 @@ impl<T> MatRef<'_, T> {
 pub trait Kernels: Copy + Send + Sync + 'static {
     /// `C = A · B` where A is `m × k`, B is `k × n`, and C is `m × n` stored row-major
     /// in `c` with row stride `ldc` (≥ n). `c` need not be initialised.
-    fn gemm(a: MatRef<'_, Self>, b: MatRef<'_, Self>, c: &mut [Self], ldc: usize);
+    fn gemm(a: MatRef<'_, Self>, b: MatRef<'_, Self>, c: &mut [Self], ldc: usize) {
+        Self::gemm_update(Self::ONE, a, b, Self::ZERO, c, ldc)
+    }
+    /// `C ← α·A·B + β·C` (C as in [`Kernels::gemm`]; with β = 0 it is not read).
+    fn gemm_update(
+        alpha: Self,
+        a: MatRef<'_, Self>,
+        b: MatRef<'_, Self>,
+        beta: Self,
+        c: &mut [Self],
+        ldc: usize,
+    );
+    /// One.
+    const ONE: Self;
+    /// Zero.
+    const ZERO: Self;
     /// `out[i] = exp(x[i])`.
     fn exp_slice(x: &[Self], out: &mut [Self]);
     /// `out[i] = tanh(x[i])`.
@@ -75,7 +90,16 @@ fn check_gemm<T>(a: &MatRef<'_, T>, b: &MatRef<'_, T>, c: &[T], ldc: usize) {
 
 macro_rules! gemm_impl {
     ($t:ty, $f:path) => {
-        fn gemm(a: MatRef<'_, $t>, b: MatRef<'_, $t>, c: &mut [$t], ldc: usize) {
+        const ONE: $t = 1.0;
+        const ZERO: $t = 0.0;
+        fn gemm_update(
+            alpha: $t,
+            a: MatRef<'_, $t>,
+            b: MatRef<'_, $t>,
+            beta: $t,
+            c: &mut [$t],
+            ldc: usize,
+        ) {
             check_gemm(&a, &b, c, ldc);
             let (m, k, n) = (a.rows, a.cols, b.cols);
             if m == 0 || n == 0 {
@@ -83,27 +107,29 @@ macro_rules! gemm_impl {
             }
             if k == 0 {
                 for row in c.chunks_mut(ldc).take(m) {
-                    row[..n].fill(0.0);
+                    for v in &mut row[..n] {
+                        *v = if beta == 0.0 { 0.0 } else { beta * *v };
+                    }
                 }
                 return;
             }
             // SAFETY: `check_gemm` verified that every element addressed through A's and
             // B's strides lies inside their slices, and that C's m rows of n elements at
-            // row stride `ldc` (column stride 1, so no aliasing) lie inside `c`. With
-            // beta = 0, C is written without being read.
+            // row stride `ldc` (column stride 1, so no aliasing) lie inside `c`, whose
+            // elements are initialised (it is a slice); with beta = 0, C is not read.
             unsafe {
                 $f(
                     m,
                     k,
                     n,
-                    1.0,
+                    alpha,
                     a.data.as_ptr().add(a.offset),
                     a.row_stride,
                     a.col_stride,
                     b.data.as_ptr().add(b.offset),
                     b.row_stride,
                     b.col_stride,
-                    0.0,
+                    beta,
                     c.as_mut_ptr(),
                     ldc as isize,
                     1,
@@ -160,6 +186,22 @@ impl Kernels for f64 {
 }
 
 pub use portable::{sigmoid_scalar, softplus_scalar};
+
+/// Runs `f` compiled for AVX2/FMA when the CPU has them: `f` is inlined into a
+/// function with those target features, so the loops it contains (written as plain
+/// safe Rust) are auto-vectorised with 256-bit registers. Floating-point semantics
+/// are unchanged (no contraction into FMA without fast-math), so the results are the
+/// same bits as the portable path.
+#[inline(always)]
+pub fn simd_scope<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2_fma() {
+        // SAFETY: AVX2 and FMA are available (checked just above), the only
+        // requirement of the target-feature function.
+        return unsafe { avx2::scope(f) };
+    }
+    f()
+}
 
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {

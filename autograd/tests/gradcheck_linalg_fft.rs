@@ -1,0 +1,132 @@
+//! gradcheck and gradgradcheck for the linear-algebra and FFT ops.
+
+mod common;
+
+use autograd::{gradcheck, gradgradcheck, GradcheckOptions, Var};
+use common::config;
+use proptest::prelude::*;
+use tensor::fft::Norm;
+use tensor::linalg::Triangular;
+use tensor::{Rng, Tensor};
+
+fn opts() -> GradcheckOptions {
+    GradcheckOptions::default()
+}
+
+/// A well-conditioned SPD matrix (eigenvalues ≥ 1) with distinct eigenvalues.
+fn spd(n: usize, seed: u64) -> Tensor<f64> {
+    let m = Tensor::<f64>::rand_normal(&[n, n], 0.0, 1.0, &mut Rng::new(seed)).unwrap();
+    let d: Vec<f64> = (0..n * n)
+        .map(|k| {
+            if k % (n + 1) == 0 {
+                1.0 + (k / (n + 1)) as f64
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    m.matmul(&m.t().unwrap())
+        .unwrap()
+        .div_scalar(n as f64)
+        .add(&Tensor::from_vec(d, &[n, n]).unwrap())
+        .unwrap()
+}
+
+fn check(
+    name: &str,
+    f: impl Fn(&[Var<f64>]) -> tensor::Result<Var<f64>> + Clone,
+    inputs: &[Tensor<f64>],
+) {
+    let r = gradcheck(f.clone(), inputs, &opts());
+    assert!(r.is_ok(), "{name}: {r:?}");
+    let r = gradgradcheck(f, inputs, &opts());
+    assert!(r.is_ok(), "{name} (second order): {r:?}");
+}
+
+proptest! {
+    #![proptest_config(config(10))]
+
+    #[test]
+    fn symmetric_solvers_pass_gradcheck(n in 1usize..5, seed in any::<u64>()) {
+        let a = spd(n, seed);
+        let b = Tensor::<f64>::rand_normal(&[n, 2], 0.0, 1.0, &mut Rng::new(seed ^ 7)).unwrap();
+        check("cholesky", |v: &[Var<f64>]| v[0].cholesky(), std::slice::from_ref(&a));
+        check("solve_spd", |v: &[Var<f64>]| v[0].solve_spd(&v[1]), &[a.clone(), b.clone()]);
+        check("inverse_spd", |v: &[Var<f64>]| v[0].inverse_spd(), std::slice::from_ref(&a));
+        check("logdet_spd", |v: &[Var<f64>]| v[0].logdet_spd(), std::slice::from_ref(&a));
+        // Sign-invariant functions of the eigenvectors.
+        check("eigh", |v: &[Var<f64>]| {
+            let (lam, vec) = v[0].eigh()?;
+            let f = vec.mul(&lam.square()?.unsqueeze(0)?)?.matmul(&vec.t()?)?;
+            f.add(&vec.square()?.mul_scalar(3.0)?)
+        }, std::slice::from_ref(&a));
+        check("eigh values", |v: &[Var<f64>]| v[0].eigh().map(|(l, _)| l), std::slice::from_ref(&a));
+    }
+
+    #[test]
+    fn triangular_solves_pass_gradcheck(
+        n in 1usize..4, lower in any::<bool>(), left in any::<bool>(), transpose in any::<bool>(),
+        unit in any::<bool>(), seed in any::<u64>(),
+    ) {
+        let mut rng = Rng::new(seed);
+        let a = Tensor::<f64>::rand_uniform(&[n, n], -0.5, 0.5, &mut rng).unwrap()
+            .add(&Tensor::eye(n).unwrap().mul_scalar(2.0)).unwrap();
+        let b = Tensor::<f64>::rand_normal(&if left { [n, 2] } else { [2, n] }, 0.0, 1.0, &mut rng).unwrap();
+        let kind = Triangular { lower, left, transpose, unit_diagonal: unit };
+        check("solve_triangular", move |v: &[Var<f64>]| v[0].solve_triangular(&v[1], kind), &[a, b]);
+    }
+
+    #[test]
+    fn fourier_transforms_pass_gradcheck(n in 1usize..9, rows in 1usize..3, norm in 0usize..3, extra in 0usize..3, seed in any::<u64>()) {
+        let norm = [Norm::Backward, Norm::Ortho, Norm::Forward][norm];
+        let mut rng = Rng::new(seed);
+        let z = Tensor::<f64>::rand_normal(&[rows, n, 2], 0.0, 1.0, &mut rng).unwrap();
+        let x = Tensor::<f64>::rand_normal(&[rows, n], 0.0, 1.0, &mut rng).unwrap();
+        check("fft", move |v: &[Var<f64>]| v[0].fft(1, norm), std::slice::from_ref(&z));
+        check("ifft", move |v: &[Var<f64>]| v[0].ifft(1, norm), std::slice::from_ref(&z));
+        check("fft axis 0", move |v: &[Var<f64>]| v[0].fft(0, norm), std::slice::from_ref(&z));
+        check("rfft", move |v: &[Var<f64>]| v[0].rfft(1, norm), std::slice::from_ref(&x));
+        // irfft reading fewer, exactly n/2+1, or more bins than it needs.
+        let bins = (n / 2 + 1 + extra).saturating_sub(1).max(1);
+        let spec = Tensor::<f64>::rand_normal(&[rows, bins, 2], 0.0, 1.0, &mut rng).unwrap();
+        check("irfft", move |v: &[Var<f64>]| v[0].irfft(1, n, norm), std::slice::from_ref(&spec));
+    }
+}
+
+#[test]
+fn two_dimensional_transforms_pass_gradcheck() {
+    let mut rng = Rng::new(3);
+    let x = Tensor::<f64>::rand_normal(&[3, 4], 0.0, 1.0, &mut rng).unwrap();
+    check(
+        "rfft2",
+        |v: &[Var<f64>]| v[0].rfft2((0, 1), Norm::Ortho),
+        std::slice::from_ref(&x),
+    );
+    let spec = Tensor::<f64>::rand_normal(&[3, 3, 2], 0.0, 1.0, &mut rng).unwrap();
+    check(
+        "irfft2",
+        |v: &[Var<f64>]| v[0].irfft2((0, 1), (3, 5), Norm::Backward),
+        std::slice::from_ref(&spec),
+    );
+    let z = Tensor::<f64>::rand_normal(&[2, 3, 2], 0.0, 1.0, &mut rng).unwrap();
+    check(
+        "fft2",
+        |v: &[Var<f64>]| v[0].fft2((0, 1), Norm::Forward),
+        std::slice::from_ref(&z),
+    );
+}
+
+#[test]
+fn batched_symmetric_ops_pass_gradcheck() {
+    let a = Tensor::stack(&[&spd(3, 1), &spd(3, 2)], 0).unwrap();
+    check(
+        "batched cholesky",
+        |v: &[Var<f64>]| v[0].cholesky(),
+        std::slice::from_ref(&a),
+    );
+    check(
+        "batched logdet",
+        |v: &[Var<f64>]| v[0].logdet_spd(),
+        std::slice::from_ref(&a),
+    );
+}

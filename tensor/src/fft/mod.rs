@@ -1,0 +1,373 @@
+//! Fast Fourier transforms in pure Rust: complex transforms of any length along any
+//! axis, real transforms (`rfft`, and `irfft` with an explicit output length), 2-D
+//! variants, and NumPy's normalisation modes.
+//!
+//! Complex values are stored as a trailing axis of size 2 (real, imaginary), as
+//! `torch.view_as_real` does: a complex tensor of shape `[a, b]` is a real tensor of
+//! shape `[a, b, 2]`, so every real op (and autograd) applies to it unchanged. Axes
+//! given to the complex transforms count the complex axes only (the trailing pair is
+//! not an axis of the transform).
+
+mod plan;
+
+use crate::element::Element;
+use crate::error::{fmt_shape, Error, Result};
+use crate::layout::normalize_axis;
+use crate::parallel;
+use crate::storage;
+use crate::tensor::Tensor;
+
+/// Normalisation of a transform pair, as in NumPy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Norm {
+    /// Forward unscaled, inverse scaled by 1/n (NumPy's default).
+    #[default]
+    Backward,
+    /// Both scaled by 1/√n (unitary).
+    Ortho,
+    /// Forward scaled by 1/n, inverse unscaled.
+    Forward,
+}
+
+impl Norm {
+    /// Parses "backward", "ortho" or "forward".
+    pub fn parse(s: &str) -> Result<Norm> {
+        match s {
+            "backward" => Ok(Norm::Backward),
+            "ortho" => Ok(Norm::Ortho),
+            "forward" => Ok(Norm::Forward),
+            other => Err(Error::value(
+                "fft",
+                format!("unknown normalisation '{other}' (backward, ortho, forward)"),
+            )),
+        }
+    }
+
+    /// The scale of the forward (`inverse = false`) or inverse transform of length n.
+    pub fn scale(self, n: usize, inverse: bool) -> f64 {
+        let n = n.max(1) as f64;
+        match (self, inverse) {
+            (Norm::Backward, false) | (Norm::Forward, true) => 1.0,
+            (Norm::Backward, true) | (Norm::Forward, false) => 1.0 / n,
+            (Norm::Ortho, _) => 1.0 / n.sqrt(),
+        }
+    }
+
+    /// The normalisation whose forward transform is this one's inverse, up to the
+    /// conjugation: the adjoint of a transform under `self` is the opposite-direction
+    /// transform under `self.adjoint()` times n when the scales differ.
+    pub fn adjoint(self) -> Norm {
+        match self {
+            Norm::Backward => Norm::Forward,
+            Norm::Forward => Norm::Backward,
+            Norm::Ortho => Norm::Ortho,
+        }
+    }
+}
+
+/// Checks that `t` is complex (trailing axis 2) and returns the normalised complex
+/// axis.
+fn complex_axis(op: &'static str, t: &Tensor<impl Element>, axis: isize) -> Result<usize> {
+    let s = t.shape();
+    if s.len() < 2 || s[s.len() - 1] != 2 {
+        return Err(Error::shape(
+            op,
+            format!(
+                "needs a complex tensor (trailing axis of size 2), got {}",
+                fmt_shape(s)
+            ),
+        ));
+    }
+    normalize_axis(op, axis, s.len() - 1)
+}
+
+/// Transforms the rows of `t` along `axis`: the axis is moved last (for a complex
+/// tensor, just before the trailing pair) and made contiguous, each row is read into
+/// split (re, im) buffers (`complex_in` says whether rows are interleaved pairs or
+/// reals), `row(re, im, out_re, out_im, plan, scratch)` writes `out_len` complex
+/// values (rows in parallel, compiled for AVX2 when available), and the axis is moved
+/// back. The plan is the one of length `plan_len`.
+fn along<T: Element>(
+    t: &Tensor<T>,
+    axis: usize,
+    complex_in: bool,
+    out_len: usize,
+    plan_len: usize,
+    row: impl Fn(&[T], &[T], &mut [T], &mut [T], &plan::Plan<T>, &mut plan::Scratch<T>) + Sync,
+) -> Result<Tensor<T>> {
+    let nd = t.ndim();
+    let lead = if complex_in { nd - 1 } else { nd };
+    let mut perm: Vec<isize> = (0..lead as isize).filter(|&a| a != axis as isize).collect();
+    perm.push(axis as isize);
+    if complex_in {
+        perm.push(nd as isize - 1);
+    }
+    let x = t.permute(&perm)?.contiguous();
+    let data = x.as_slice().expect("contiguous");
+    let n = t.shape()[axis];
+    let width = if complex_in { 2 * n } else { n };
+    let rows = if n == 0 { 0 } else { data.len() / width };
+    let mut shape: Vec<usize> = x.shape()[..lead - 1].to_vec();
+    shape.extend([out_len, 2]);
+    let mut out = storage::scratch(rows * out_len * 2, T::zero());
+    if out_len > 0 && rows > 0 {
+        let p = plan::plan::<T>(plan_len);
+        let rows_per_chunk = (parallel::CHUNK / (2 * out_len)).max(1);
+        parallel::for_each_chunk_sized(&mut out, rows_per_chunk * 2 * out_len, |start, chunk| {
+            crate::kernels::simd_scope(|| {
+                let r0 = start / (2 * out_len);
+                let (mut re, mut im) = (vec![T::zero(); n], vec![T::zero(); n]);
+                let (mut ore, mut oim) = (vec![T::zero(); out_len], vec![T::zero(); out_len]);
+                let mut scratch = p.scratch();
+                for (i, o) in chunk.chunks_mut(2 * out_len).enumerate() {
+                    let src = &data[(r0 + i) * width..(r0 + i + 1) * width];
+                    if complex_in {
+                        for (k, pair) in src.chunks_exact(2).enumerate() {
+                            re[k] = pair[0];
+                            im[k] = pair[1];
+                        }
+                    } else {
+                        re.copy_from_slice(src);
+                    }
+                    row(&re, &im, &mut ore, &mut oim, &p, &mut scratch);
+                    for (k, pair) in o.chunks_exact_mut(2).enumerate() {
+                        pair[0] = ore[k];
+                        pair[1] = oim[k];
+                    }
+                }
+            })
+        });
+    }
+    let y = Tensor::from_vec(out, &shape)?;
+    // Undo the permutation (the output is complex, with the pair last).
+    let mut full = perm.clone();
+    if !complex_in {
+        full.push(nd as isize);
+    }
+    let mut inv = vec![0isize; full.len()];
+    for (i, &p) in full.iter().enumerate() {
+        inv[p as usize] = i as isize;
+    }
+    Ok(y.permute(&inv)?.contiguous())
+}
+
+/// The complex transform of one row, forward or inverse, scaled.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn transform<T: Element>(
+    re: &[T],
+    im: &[T],
+    ore: &mut [T],
+    oim: &mut [T],
+    p: &plan::Plan<T>,
+    sc: &mut plan::Scratch<T>,
+    inverse: bool,
+    scale: f64,
+) {
+    ore.copy_from_slice(re);
+    // The inverse transform is the conjugate of the forward transform of the conjugate.
+    for (o, &v) in oim.iter_mut().zip(im) {
+        *o = if inverse { -v } else { v };
+    }
+    p.forward(ore, oim, sc);
+    let s = T::from_f64(scale);
+    let si = if inverse { -s } else { s };
+    for (r, i) in ore.iter_mut().zip(oim.iter_mut()) {
+        *r = *r * s;
+        *i = *i * si;
+    }
+}
+
+impl<T: Element> Tensor<T> {
+    /// The discrete Fourier transform of a complex tensor (trailing axis 2) along the
+    /// complex axis `axis`: X_k = Σ_j x_j e^{−2πi jk/n}, scaled as `norm` says.
+    pub fn fft(&self, axis: isize, norm: Norm) -> Result<Tensor<T>> {
+        let ax = complex_axis("fft", self, axis)?;
+        let n = self.shape()[ax];
+        let scale = norm.scale(n, false);
+        along(self, ax, true, n, n, |re, im, o, oi, p, sc| {
+            transform(re, im, o, oi, p, sc, false, scale)
+        })
+    }
+
+    /// The inverse transform of [`Tensor::fft`] (x_j = Σ_k X_k e^{2πi jk/n}, scaled).
+    pub fn ifft(&self, axis: isize, norm: Norm) -> Result<Tensor<T>> {
+        let ax = complex_axis("ifft", self, axis)?;
+        let n = self.shape()[ax];
+        let scale = norm.scale(n, true);
+        along(self, ax, true, n, n, |re, im, o, oi, p, sc| {
+            transform(re, im, o, oi, p, sc, true, scale)
+        })
+    }
+
+    /// The transform of a real tensor along `axis`, keeping the n/2 + 1 non-negative
+    /// frequencies (the rest follow by Hermitian symmetry); the result is complex.
+    pub fn rfft(&self, axis: isize, norm: Norm) -> Result<Tensor<T>> {
+        let ax = normalize_axis("rfft", axis, self.ndim())?;
+        let n = self.shape()[ax];
+        let half = n / 2 + 1;
+        let scale = norm.scale(n, false);
+        let plan_len = if n % 2 == 1 || n < 4 { n } else { n / 2 };
+        // W_n^k for the even/odd recombination, k ≤ n/2.
+        let w = plan::plan::<T>(n.max(1));
+        let w: Vec<(T, T)> = (0..half).map(|k| w.twiddle(k)).collect();
+        along(
+            self,
+            ax,
+            false,
+            if n == 0 { 0 } else { half },
+            plan_len,
+            |re, _, o, oi, p, sc| rfft_row(re, o, oi, p, sc, &w, scale),
+        )
+    }
+
+    /// The real signal of length `n` along `axis` whose rfft is `self` (complex):
+    /// bins beyond n/2 are ignored, missing ones are zero, and the imaginary parts of
+    /// the zero and Nyquist bins do not contribute (as in NumPy).
+    pub fn irfft(&self, axis: isize, n: usize, norm: Norm) -> Result<Tensor<T>> {
+        let ax = complex_axis("irfft", self, axis)?;
+        if n == 0 {
+            return Err(Error::value("irfft", "the output length must be positive"));
+        }
+        let scale = norm.scale(n, true);
+        let y = along(self, ax, true, n, n, |re, im, o, oi, p, sc| {
+            irfft_row(re, im, o, oi, p, sc, scale)
+        })?;
+        y.narrow(-1, 0, 1)?.squeeze(-1).map(|t| t.contiguous())
+    }
+
+    /// The 2-D transform over the complex axes `axes` (the last transform first).
+    pub fn fft2(&self, axes: (isize, isize), norm: Norm) -> Result<Tensor<T>> {
+        self.fft(axes.1, norm)?.fft(axes.0, norm)
+    }
+
+    /// The inverse of [`Tensor::fft2`].
+    pub fn ifft2(&self, axes: (isize, isize), norm: Norm) -> Result<Tensor<T>> {
+        self.ifft(axes.1, norm)?.ifft(axes.0, norm)
+    }
+
+    /// The 2-D real transform: `rfft` along `axes.1`, then `fft` along `axes.0`.
+    pub fn rfft2(&self, axes: (isize, isize), norm: Norm) -> Result<Tensor<T>> {
+        let a0 = normalize_axis("rfft2", axes.0, self.ndim())?;
+        self.rfft(axes.1, norm)?.fft(a0 as isize, norm)
+    }
+
+    /// The inverse of [`Tensor::rfft2`], with output lengths `lens` along `axes`.
+    pub fn irfft2(
+        &self,
+        axes: (isize, isize),
+        lens: (usize, usize),
+        norm: Norm,
+    ) -> Result<Tensor<T>> {
+        let a0 = complex_axis("irfft2", self, axes.0)?;
+        let x = self.ifft(a0 as isize, norm)?;
+        if x.shape()[a0] != lens.0 {
+            return Err(Error::shape(
+                "irfft2",
+                format!(
+                    "axis {a0} has {} bins, the output asks for {}",
+                    x.shape()[a0],
+                    lens.0
+                ),
+            ));
+        }
+        x.irfft(axes.1, lens.1, norm)
+    }
+}
+
+/// rfft of one real row (given as `re`), into n/2 + 1 bins. Even lengths use one
+/// complex transform of half the length on the even/odd samples packed as
+/// z_j = x_{2j} + i x_{2j+1}; odd lengths use a full complex transform.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn rfft_row<T: Element>(
+    x: &[T],
+    ore: &mut [T],
+    oim: &mut [T],
+    p: &plan::Plan<T>,
+    sc: &mut plan::Scratch<T>,
+    w: &[(T, T)],
+    scale: f64,
+) {
+    let n = x.len();
+    let s = T::from_f64(scale);
+    let half = ore.len();
+    if n % 2 == 1 || n < 4 {
+        let (mut r, mut i) = (x.to_vec(), vec![T::zero(); n]);
+        p.forward(&mut r, &mut i, sc);
+        for k in 0..half {
+            ore[k] = r[k] * s;
+            oim[k] = i[k] * s;
+        }
+        return;
+    }
+    // Z = FFT_h(x_even + i x_odd), computed in the first h slots of the output.
+    let h = n / 2;
+    for j in 0..h {
+        ore[j] = x[2 * j];
+        oim[j] = x[2 * j + 1];
+    }
+    p.forward(&mut ore[..h], &mut oim[..h], sc);
+    // Recombine the pairs (k, h − k) in place: X_k = E_k + W_n^k O_k with
+    // E_k = (Z_k + conj Z_{h−k})/2 and O_k = −i (Z_k − conj Z_{h−k})/2 (Z_h = Z_0).
+    let half_t = T::from_f64(0.5);
+    let x_of = |zk: (T, T), zj: (T, T), w: (T, T)| {
+        let (er, ei) = ((zk.0 + zj.0) * half_t, (zk.1 - zj.1) * half_t);
+        let (or, oi) = ((zk.1 + zj.1) * half_t, (zj.0 - zk.0) * half_t);
+        (
+            (er + or * w.0 - oi * w.1) * s,
+            (ei + or * w.1 + oi * w.0) * s,
+        )
+    };
+    let z0 = (ore[0], oim[0]);
+    let (x0, xh) = (x_of(z0, z0, w[0]), x_of(z0, z0, w[h]));
+    ore[0] = x0.0;
+    oim[0] = x0.1;
+    ore[h] = xh.0;
+    oim[h] = xh.1;
+    for k in 1..=h / 2 {
+        let j = h - k;
+        let (zk, zj) = ((ore[k], oim[k]), (ore[j], oim[j]));
+        let (xk, xj) = (x_of(zk, zj, w[k]), x_of(zj, zk, w[j]));
+        ore[k] = xk.0;
+        oim[k] = xk.1;
+        ore[j] = xj.0;
+        oim[j] = xj.1;
+    }
+}
+
+/// irfft of one row of bins into a real row of length `ore.len()` (the imaginary
+/// output is zero).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn irfft_row<T: Element>(
+    re: &[T],
+    im: &[T],
+    ore: &mut [T],
+    oim: &mut [T],
+    p: &plan::Plan<T>,
+    sc: &mut plan::Scratch<T>,
+    scale: f64,
+) {
+    let n = ore.len();
+    let (mut fr, mut fi) = (vec![T::zero(); n], vec![T::zero(); n]);
+    let bins = re.len().min(n / 2 + 1);
+    for k in 0..bins {
+        fr[k] = re[k];
+        fi[k] = im[k];
+        if k > 0 && n - k > k {
+            fr[n - k] = re[k];
+            fi[n - k] = -im[k];
+        }
+    }
+    // Inverse by conjugation; only the real part is kept.
+    for v in fi.iter_mut() {
+        *v = -*v;
+    }
+    p.forward(&mut fr, &mut fi, sc);
+    let s = T::from_f64(scale);
+    for (o, &r) in ore.iter_mut().zip(&fr) {
+        *o = r * s;
+    }
+    oim.fill(T::zero());
+}

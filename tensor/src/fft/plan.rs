@@ -1,0 +1,447 @@
+//! FFT plans: twiddle tables built once per (type, length) and cached, and the
+//! algorithms — radix-4/2 Stockham for powers of two, mixed-radix Stockham for lengths
+//! whose prime factors are at most `MAX_RADIX`, Bluestein's chirp-z for the rest.
+//! Data is in split form (separate real and imaginary slices), the forward transform
+//! is unnormalised, X_k = Σ_j x_j e^{−2πi jk/n}.
+//!
+//! Each Stockham stage reads one buffer and writes the other in natural order (no
+//! bit reversal). A stage combines `radix` sub-sequences of sub-transforms of length
+//! `len` that are interleaved with stride `s`; the inner loops run over `s`
+//! contiguous elements, except in the first stage (`s` = 1), whose loop runs over the
+//! groups, with per-stage twiddle tables so that every load is contiguous. The loops
+//! are plain Rust, vectorised by the compiler (with AVX2 when the CPU has it, see
+//! `kernels::simd_scope`).
+
+use crate::element::Element;
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::f64::consts::PI;
+use std::sync::{Arc, Mutex};
+
+/// Largest prime factor handled by mixed radix; larger ones go through Bluestein.
+const MAX_RADIX: usize = 31;
+
+/// One Stockham stage.
+struct Stage<T> {
+    radix: usize,
+    len: usize,
+    s: usize,
+    /// Twiddles W_len^{u·p}, u = 1..radix, p < len/radix, as [u][p] (re, im).
+    tw: Vec<(Vec<T>, Vec<T>)>,
+}
+
+/// How a plan computes its transform.
+enum Algorithm<T> {
+    /// Stockham stages (product of radices = n).
+    Stockham(Vec<Stage<T>>),
+    /// Bluestein: a convolution of length m (a power of two) with a chirp.
+    Bluestein {
+        m: usize,
+        inner: Arc<Plan<T>>,
+        /// e^{−iπ j²/n}, j < n.
+        chirp: (Vec<T>, Vec<T>),
+        /// FFT_m of the zero-padded conjugate chirp.
+        kernel: (Vec<T>, Vec<T>),
+    },
+}
+
+/// A cached transform of one length.
+pub(crate) struct Plan<T> {
+    n: usize,
+    /// W_n^k = e^{−2πi k/n}, k < n.
+    tw: (Vec<T>, Vec<T>),
+    algorithm: Algorithm<T>,
+}
+
+/// Reusable buffers for transforms of one length.
+pub(crate) struct Scratch<T> {
+    r: Vec<T>,
+    i: Vec<T>,
+    bluestein: Option<Box<BluesteinScratch<T>>>,
+}
+
+/// Bluestein's padded buffers and the scratch of its inner transform.
+struct BluesteinScratch<T> {
+    r: Vec<T>,
+    i: Vec<T>,
+    inner: Scratch<T>,
+}
+
+type Cache = HashMap<(TypeId, usize), Arc<dyn Any + Send + Sync>>;
+static PLANS: Mutex<Option<Cache>> = Mutex::new(None);
+
+fn factorise(mut n: usize) -> Option<Vec<usize>> {
+    let mut radices = Vec::new();
+    while n % 4 == 0 {
+        radices.push(4);
+        n /= 4;
+    }
+    let mut p = 2;
+    while n > 1 {
+        if p > MAX_RADIX {
+            return None;
+        }
+        while n % p == 0 {
+            radices.push(p);
+            n /= p;
+        }
+        p += 1;
+    }
+    Some(radices)
+}
+
+fn root<T: Element>(num: usize, den: usize) -> (T, T) {
+    let a = -2.0 * PI * (num % den.max(1)) as f64 / den.max(1) as f64;
+    (T::from_f64(a.cos()), T::from_f64(a.sin()))
+}
+
+/// The plan for length `n` (built on first use, then shared).
+pub(crate) fn plan<T: Element>(n: usize) -> Arc<Plan<T>> {
+    let key = (TypeId::of::<T>(), n);
+    if let Some(p) = PLANS
+        .lock()
+        .ok()
+        .and_then(|c| c.as_ref().and_then(|c| c.get(&key).cloned()))
+    {
+        if let Ok(p) = p.downcast::<Plan<T>>() {
+            return p;
+        }
+    }
+    let built = Arc::new(build::<T>(n));
+    if let Ok(mut c) = PLANS.lock() {
+        c.get_or_insert_with(HashMap::new)
+            .insert(key, built.clone());
+    }
+    built
+}
+
+fn build<T: Element>(n: usize) -> Plan<T> {
+    let tw = (0..n.max(1)).map(|k| root::<T>(k, n)).unzip();
+    let algorithm = match factorise(n) {
+        Some(radices) => {
+            let (mut len, mut s) = (n, 1);
+            let stages = radices
+                .into_iter()
+                .map(|radix| {
+                    let m = len / radix;
+                    let tw = (1..radix)
+                        .map(|u| (0..m).map(|p| root::<T>(u * p, len)).unzip())
+                        .collect();
+                    let st = Stage { radix, len, s, tw };
+                    len /= radix;
+                    s *= radix;
+                    st
+                })
+                .collect();
+            Algorithm::Stockham(stages)
+        }
+        None => {
+            let m = (2 * n - 1).next_power_of_two();
+            let inner = plan::<T>(m);
+            let (cr, ci): (Vec<T>, Vec<T>) = (0..n)
+                .map(|j| {
+                    // j² mod 2n keeps the angle accurate for large j.
+                    let a = -PI * ((j as u128 * j as u128) % (2 * n as u128)) as f64 / n as f64;
+                    (T::from_f64(a.cos()), T::from_f64(a.sin()))
+                })
+                .unzip();
+            let mut kr = vec![T::zero(); m];
+            let mut ki = vec![T::zero(); m];
+            for j in 0..n {
+                kr[j] = cr[j];
+                ki[j] = -ci[j];
+                if j > 0 {
+                    kr[m - j] = cr[j];
+                    ki[m - j] = -ci[j];
+                }
+            }
+            let mut scratch = inner.scratch();
+            inner.forward(&mut kr, &mut ki, &mut scratch);
+            Algorithm::Bluestein {
+                m,
+                inner,
+                chirp: (cr, ci),
+                kernel: (kr, ki),
+            }
+        }
+    };
+    Plan { n, tw, algorithm }
+}
+
+impl<T: Element> Plan<T> {
+    /// W_n^k = e^{−2πi k/n} (k taken modulo n).
+    pub(crate) fn twiddle(&self, k: usize) -> (T, T) {
+        let k = k % self.n.max(1);
+        (self.tw.0[k], self.tw.1[k])
+    }
+
+    /// Buffers for [`Plan::forward`], to reuse across rows.
+    pub(crate) fn scratch(&self) -> Scratch<T> {
+        let bluestein = match &self.algorithm {
+            Algorithm::Bluestein { m, inner, .. } => Some(Box::new(BluesteinScratch {
+                r: vec![T::zero(); *m],
+                i: vec![T::zero(); *m],
+                inner: inner.scratch(),
+            })),
+            Algorithm::Stockham(_) => None,
+        };
+        Scratch {
+            r: vec![T::zero(); self.n],
+            i: vec![T::zero(); self.n],
+            bluestein,
+        }
+    }
+
+    /// The forward transform of (re, im) in place.
+    pub(crate) fn forward(&self, re: &mut [T], im: &mut [T], scratch: &mut Scratch<T>) {
+        debug_assert!(re.len() == self.n && im.len() == self.n);
+        match &self.algorithm {
+            Algorithm::Stockham(stages) => {
+                stockham(stages, &self.tw, re, im, &mut scratch.r, &mut scratch.i)
+            }
+            Algorithm::Bluestein {
+                m,
+                inner,
+                chirp,
+                kernel,
+            } => {
+                let (n, m) = (self.n, *m);
+                let bufs = scratch.bluestein.as_mut().expect("Bluestein scratch");
+                let (ar, ai, sc) = (&mut bufs.r, &mut bufs.i, &mut bufs.inner);
+                ar.fill(T::zero());
+                ai.fill(T::zero());
+                for j in 0..n {
+                    ar[j] = re[j] * chirp.0[j] - im[j] * chirp.1[j];
+                    ai[j] = re[j] * chirp.1[j] + im[j] * chirp.0[j];
+                }
+                inner.forward(ar, ai, sc);
+                for k in 0..m {
+                    let (r, i) = (ar[k], ai[k]);
+                    ar[k] = r * kernel.0[k] - i * kernel.1[k];
+                    // Conjugated, for the inverse transform by conjugation below.
+                    ai[k] = -(r * kernel.1[k] + i * kernel.0[k]);
+                }
+                inner.forward(ar, ai, sc);
+                let scale = T::from_f64(1.0 / m as f64);
+                for k in 0..n {
+                    let (r, i) = (ar[k] * scale, -ai[k] * scale);
+                    re[k] = r * chirp.0[k] - i * chirp.1[k];
+                    im[k] = r * chirp.1[k] + i * chirp.0[k];
+                }
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn stockham<T: Element>(
+    stages: &[Stage<T>],
+    tw: &(Vec<T>, Vec<T>),
+    re: &mut [T],
+    im: &mut [T],
+    yr: &mut [T],
+    yi: &mut [T],
+) {
+    let mut in_x = true;
+    for st in stages {
+        let (xr, xi, or, oi): (&[T], &[T], &mut [T], &mut [T]) = if in_x {
+            (&*re, &*im, &mut *yr, &mut *yi)
+        } else {
+            (&*yr, &*yi, &mut *re, &mut *im)
+        };
+        match (st.radix, st.s) {
+            (4, 1) => stage4_first(st, xr, xi, or, oi),
+            (4, _) => stage4(st, xr, xi, or, oi),
+            (2, _) => stage2(st, xr, xi, or, oi),
+            _ => stage_generic(st, tw, xr, xi, or, oi),
+        }
+        in_x = !in_x;
+    }
+    if !in_x {
+        re.copy_from_slice(yr);
+        im.copy_from_slice(yi);
+    }
+}
+
+/// The radix-4 butterfly with twiddles, on values (a, b, c, d).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn bfly4<T: Element>(
+    a: (T, T),
+    b: (T, T),
+    c: (T, T),
+    d: (T, T),
+    w1: (T, T),
+    w2: (T, T),
+    w3: (T, T),
+) -> [(T, T); 4] {
+    let apc = (a.0 + c.0, a.1 + c.1);
+    let amc = (a.0 - c.0, a.1 - c.1);
+    let bpd = (b.0 + d.0, b.1 + d.1);
+    // j(b − d), j the imaginary unit.
+    let jbmd = (d.1 - b.1, b.0 - d.0);
+    let t1 = (amc.0 - jbmd.0, amc.1 - jbmd.1);
+    let t2 = (apc.0 - bpd.0, apc.1 - bpd.1);
+    let t3 = (amc.0 + jbmd.0, amc.1 + jbmd.1);
+    [
+        (apc.0 + bpd.0, apc.1 + bpd.1),
+        (t1.0 * w1.0 - t1.1 * w1.1, t1.0 * w1.1 + t1.1 * w1.0),
+        (t2.0 * w2.0 - t2.1 * w2.1, t2.0 * w2.1 + t2.1 * w2.0),
+        (t3.0 * w3.0 - t3.1 * w3.1, t3.0 * w3.1 + t3.1 * w3.0),
+    ]
+}
+
+/// The first radix-4 stage (s = 1): the loop runs over the groups p, reading four
+/// contiguous quarters and the stage's contiguous twiddles.
+#[inline(always)]
+fn stage4_first<T: Element>(st: &Stage<T>, xr: &[T], xi: &[T], yr: &mut [T], yi: &mut [T]) {
+    let m = st.len / 4;
+    let (w1, w2, w3) = (&st.tw[0], &st.tw[1], &st.tw[2]);
+    let (ar, br, cr, dr) = (
+        &xr[..m],
+        &xr[m..2 * m],
+        &xr[2 * m..3 * m],
+        &xr[3 * m..4 * m],
+    );
+    let (ai, bi, ci, di) = (
+        &xi[..m],
+        &xi[m..2 * m],
+        &xi[2 * m..3 * m],
+        &xi[3 * m..4 * m],
+    );
+    let (w1r, w1i, w2r, w2i, w3r, w3i) = (
+        &w1.0[..m],
+        &w1.1[..m],
+        &w2.0[..m],
+        &w2.1[..m],
+        &w3.0[..m],
+        &w3.1[..m],
+    );
+    let (yr, yi) = (&mut yr[..4 * m], &mut yi[..4 * m]);
+    for p in 0..m {
+        let o = bfly4(
+            (ar[p], ai[p]),
+            (br[p], bi[p]),
+            (cr[p], ci[p]),
+            (dr[p], di[p]),
+            (w1r[p], w1i[p]),
+            (w2r[p], w2i[p]),
+            (w3r[p], w3i[p]),
+        );
+        for u in 0..4 {
+            yr[4 * p + u] = o[u].0;
+            yi[4 * p + u] = o[u].1;
+        }
+    }
+}
+
+/// A radix-4 stage with s > 1: the inner loop runs over s contiguous elements.
+#[inline(always)]
+fn stage4<T: Element>(st: &Stage<T>, xr: &[T], xi: &[T], yr: &mut [T], yi: &mut [T]) {
+    let (s, m) = (st.s, st.len / 4);
+    let (w1, w2, w3) = (&st.tw[0], &st.tw[1], &st.tw[2]);
+    for p in 0..m {
+        let (w1, w2, w3) = ((w1.0[p], w1.1[p]), (w2.0[p], w2.1[p]), (w3.0[p], w3.1[p]));
+        let at = |k: usize| s * (p + k * m);
+        let (ar, br, cr, dr) = (
+            &xr[at(0)..at(0) + s],
+            &xr[at(1)..at(1) + s],
+            &xr[at(2)..at(2) + s],
+            &xr[at(3)..at(3) + s],
+        );
+        let (ai, bi, ci, di) = (
+            &xi[at(0)..at(0) + s],
+            &xi[at(1)..at(1) + s],
+            &xi[at(2)..at(2) + s],
+            &xi[at(3)..at(3) + s],
+        );
+        let o = s * 4 * p;
+        let (y0r, rest) = yr[o..o + 4 * s].split_at_mut(s);
+        let (y1r, rest) = rest.split_at_mut(s);
+        let (y2r, y3r) = rest.split_at_mut(s);
+        let (y0i, rest) = yi[o..o + 4 * s].split_at_mut(s);
+        let (y1i, rest) = rest.split_at_mut(s);
+        let (y2i, y3i) = rest.split_at_mut(s);
+        for q in 0..s {
+            let v = bfly4(
+                (ar[q], ai[q]),
+                (br[q], bi[q]),
+                (cr[q], ci[q]),
+                (dr[q], di[q]),
+                w1,
+                w2,
+                w3,
+            );
+            y0r[q] = v[0].0;
+            y0i[q] = v[0].1;
+            y1r[q] = v[1].0;
+            y1i[q] = v[1].1;
+            y2r[q] = v[2].0;
+            y2i[q] = v[2].1;
+            y3r[q] = v[3].0;
+            y3i[q] = v[3].1;
+        }
+    }
+}
+
+/// A radix-2 stage (the last one when log₂ n is odd, where s = n/2).
+#[inline(always)]
+fn stage2<T: Element>(st: &Stage<T>, xr: &[T], xi: &[T], yr: &mut [T], yi: &mut [T]) {
+    let (s, m) = (st.s, st.len / 2);
+    let w = &st.tw[0];
+    for p in 0..m {
+        let (wr, wi) = (w.0[p], w.1[p]);
+        let (a0, b0, o) = (s * p, s * (p + m), s * 2 * p);
+        let (ar, br) = (&xr[a0..a0 + s], &xr[b0..b0 + s]);
+        let (ai, bi) = (&xi[a0..a0 + s], &xi[b0..b0 + s]);
+        let (y0r, y1r) = yr[o..o + 2 * s].split_at_mut(s);
+        let (y0i, y1i) = yi[o..o + 2 * s].split_at_mut(s);
+        for q in 0..s {
+            y0r[q] = ar[q] + br[q];
+            y0i[q] = ai[q] + bi[q];
+            let (dr, di) = (ar[q] - br[q], ai[q] - bi[q]);
+            y1r[q] = dr * wr - di * wi;
+            y1i[q] = dr * wi + di * wr;
+        }
+    }
+}
+
+/// A stage of any radix p: a length-p DFT of each group, then the twiddles.
+fn stage_generic<T: Element>(
+    st: &Stage<T>,
+    tw: &(Vec<T>, Vec<T>),
+    xr: &[T],
+    xi: &[T],
+    yr: &mut [T],
+    yi: &mut [T],
+) {
+    let (p, s, m) = (st.radix, st.s, st.len / st.radix);
+    let n = tw.0.len();
+    // W_p^{e} = W_n^{e·n/p}.
+    let wp = |e: usize| (tw.0[(e % p) * (n / p)], tw.1[(e % p) * (n / p)]);
+    let mut ar = vec![T::zero(); p];
+    let mut ai = vec![T::zero(); p];
+    for pp in 0..m {
+        for q in 0..s {
+            for r in 0..p {
+                ar[r] = xr[q + s * (pp + r * m)];
+                ai[r] = xi[q + s * (pp + r * m)];
+            }
+            for u in 0..p {
+                let (mut sr, mut si) = (T::zero(), T::zero());
+                for r in 0..p {
+                    let (wr, wi) = wp(r * u);
+                    sr = sr + ar[r] * wr - ai[r] * wi;
+                    si = si + ar[r] * wi + ai[r] * wr;
+                }
+                let (wr, wi) = if u == 0 {
+                    (T::one(), T::zero())
+                } else {
+                    (st.tw[u - 1].0[pp], st.tw[u - 1].1[pp])
+                };
+                yr[q + s * (p * pp + u)] = sr * wr - si * wi;
+                yi[q + s * (p * pp + u)] = sr * wi + si * wr;
+            }
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! Dense linear algebra in pure Rust: blocked Cholesky (the bulk in GEMM), blocked
+//! triangular solves, SPD solve, inverse and log-determinant, the symmetric
+//! eigendecomposition and functions of SPD matrices through it, Householder QR and
+//! least squares. Every operation works on the last two axes and is batched over the
+//! leading ones (batch entries in parallel).
+//!
+//! Symmetric inputs: `cholesky`, the SPD routines and `eigh` read only the lower
+//! triangle (diagonal included); the strict upper triangle is ignored.
+//!
+//! Precision: Cholesky and triangular solves run in the element type; `eigh` and `qr`
+//! compute in f64 whatever the input type (an f32 input is widened and the results
+//! rounded back).
+
+mod cholesky;
+mod eigh;
+mod qr;
+mod spd;
+mod triangular;
+
+pub use triangular::Triangular;
+
+use crate::element::Element;
+use crate::error::{fmt_shape, Error, Result};
+use crate::parallel;
+use crate::tensor::Tensor;
+
+/// Checks that `t` is a batch of square matrices with finite entries; returns n.
+pub(crate) fn square(op: &'static str, t: &Tensor<impl Element>) -> Result<usize> {
+    let s = t.shape();
+    if s.len() < 2 || s[s.len() - 1] != s[s.len() - 2] {
+        return Err(Error::shape(
+            op,
+            format!(
+                "needs square matrices in the last two axes, got {}",
+                fmt_shape(s)
+            ),
+        ));
+    }
+    finite(op, t)?;
+    Ok(s[s.len() - 1])
+}
+
+/// Checks that every entry is finite.
+pub(crate) fn finite(op: &'static str, t: &Tensor<impl Element>) -> Result<()> {
+    if t.all_finite() {
+        Ok(())
+    } else {
+        Err(Error::non_finite(op, "the input has a NaN or infinity"))
+    }
+}
+
+/// Applies `f` to every `rows × cols` matrix of a contiguous batch (in parallel),
+/// returning the results in batch order, or the first error in batch order.
+pub(crate) fn per_matrix<T: Element, R: Send>(
+    t: &Tensor<T>,
+    work: usize,
+    f: impl Fn(&[T]) -> Result<R> + Sync + Send,
+) -> Result<Vec<R>> {
+    let s = t.shape();
+    let (r, c) = (s[s.len() - 2], s[s.len() - 1]);
+    let x = t.contiguous();
+    let data = x.as_slice().expect("contiguous");
+    let count: usize = s[..s.len() - 2].iter().product();
+    let size = r * c;
+    parallel::map_collect(count, count * work, |i| f(&data[i * size..(i + 1) * size]))
+        .into_iter()
+        .collect()
+}
