@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod adam;
+pub mod closed_form;
 pub mod optimizer;
 pub mod schedule;
 pub mod sgd;

@@ -6,5 +6,6 @@ pub mod cifar;
 pub mod csv;
 pub mod dataset;
 pub mod idx;
+pub mod molecules;
 
 pub use dataset::{Dataset, Standardizer, Targets};

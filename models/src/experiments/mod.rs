@@ -1,5 +1,6 @@
 //! The experiments, and the registry the command line dispatches through.
 
+pub mod closed_form;
 pub mod diabetes;
 pub mod digits;
 
@@ -37,6 +38,20 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: diabetes::OPTIONS,
             run: diabetes::run,
+        },
+        Experiment {
+            name: "closed-form-regression",
+            about: "closed-form proximal last layer vs SGD, Adam and per-batch ridge on molecular energies and diabetes, across batch sizes",
+            in_demo: true,
+            options: closed_form::regression::OPTIONS,
+            run: closed_form::regression::run,
+        },
+        Experiment {
+            name: "closed-form-classification",
+            about: "digits with squared loss and a closed-form last layer vs cross-entropy and squared-loss SGD, across batch sizes",
+            in_demo: true,
+            options: closed_form::classification::OPTIONS,
+            run: closed_form::classification::run,
         },
     ]
 }

@@ -1,0 +1,251 @@
+//! Training a backbone under a closed-form last layer: each step takes a gradient
+//! step on the backbone with the last layer held fixed (no backpropagation through
+//! the solve — the envelope theorem makes that gradient exact at the optimum) and
+//! refits the last layer in closed form on the batch.
+
+use super::solve::{proximal, ridge, SolveForm};
+use crate::optimizer::Optimizer;
+use autograd::{backward, no_grad, Var};
+use nn::ParamGrads;
+use tensor::{error::fmt_shape, Element, Error, Result, Tensor};
+
+/// How the last layer is refitted on each batch.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum HeadRule {
+    /// The proximal solution (YᵀΦ + λW_t)(ΦᵀΦ + λI)⁻¹, anchored to the previous W.
+    Proximal {
+        /// Proximal strength λ > 0.
+        lambda: f64,
+    },
+    /// Per-batch ridge YᵀΦ(ΦᵀΦ + βI)⁻¹, forgetting the previous W (the baseline).
+    Ridge {
+        /// Ridge strength β ≥ 0.
+        beta: f64,
+    },
+}
+
+/// Whether λ and β weigh against the summed or the averaged batch loss.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Normalisation {
+    /// Σᵢ‖yᵢ − Wφᵢ‖² + λ‖W − W_t‖² (the formula as written).
+    Sum,
+    /// (1/b)Σᵢ‖yᵢ − Wφᵢ‖² + λ‖W − W_t‖² (the paper's Eq. 13): the same solution with
+    /// λ·b in the summed form, so the pull toward W_t relative to the batch's evidence
+    /// does not change with the batch size.
+    #[default]
+    Mean,
+}
+
+/// The order of the two updates within a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// Backbone step with the previous W, then refit W on the updated features
+    /// (the paper's practical algorithm).
+    BackboneFirst,
+    /// Refit W on the current features, then a backbone step with that W (the
+    /// deterministic derivation: W_{t+1} = W*(θ_t), θ_{t+1} = θ_t − α∇L(W_{t+1}, θ_t)).
+    LastLayerFirst,
+}
+
+/// A last layer W `[k, d]` (plus a bias column when `bias`) set in closed form.
+///
+/// W₀ = 0, so the first refit of the proximal rule is a ridge fit with β = λ on the
+/// first batch (the proximal term then pulls toward zero). The bias, when present, is
+/// the weight of an appended constant feature and is penalised like the others (as in
+/// DFIV's ridge utilities), which keeps the primal and dual forms identical.
+#[derive(Clone, Debug)]
+pub struct ClosedFormHead<T: Element> {
+    w: Tensor<T>,
+    bias: bool,
+    rule: HeadRule,
+    form: SolveForm,
+    normalisation: Normalisation,
+}
+
+impl<T: Element> ClosedFormHead<T> {
+    /// A head mapping `features` inputs to `outputs` outputs.
+    pub fn new(
+        features: usize,
+        outputs: usize,
+        bias: bool,
+        rule: HeadRule,
+        form: SolveForm,
+    ) -> Result<Self> {
+        match rule {
+            HeadRule::Proximal { lambda } if !(lambda > 0.0 && lambda.is_finite()) => {
+                return Err(Error::value(
+                    "ClosedFormHead",
+                    format!("λ must be finite and > 0, got {lambda}"),
+                ))
+            }
+            HeadRule::Ridge { beta } if !(beta >= 0.0 && beta.is_finite()) => {
+                return Err(Error::value(
+                    "ClosedFormHead",
+                    format!("β must be finite and ≥ 0, got {beta}"),
+                ))
+            }
+            _ => {}
+        }
+        if features == 0 || outputs == 0 {
+            return Err(Error::value(
+                "ClosedFormHead",
+                format!("needs positive sizes, got {features} → {outputs}"),
+            ));
+        }
+        let d = features + usize::from(bias);
+        Ok(ClosedFormHead {
+            w: Tensor::zeros(&[outputs, d])?,
+            bias,
+            rule,
+            form,
+            normalisation: Normalisation::default(),
+        })
+    }
+
+    /// With λ and β weighing against the summed or the averaged loss (default: mean).
+    pub fn with_normalisation(mut self, n: Normalisation) -> Self {
+        self.normalisation = n;
+        self
+    }
+
+    /// The current last layer `[k, d (+1)]` (the bias is the last column).
+    pub fn weight(&self) -> &Tensor<T> {
+        &self.w
+    }
+
+    /// Replaces the last layer (same shape).
+    pub fn set_weight(&mut self, w: Tensor<T>) -> Result<()> {
+        if w.shape() != self.w.shape() {
+            return Err(Error::shape(
+                "ClosedFormHead",
+                format!(
+                    "weight of shape {} for a head of shape {}",
+                    fmt_shape(w.shape()),
+                    fmt_shape(self.w.shape())
+                ),
+            ));
+        }
+        self.w = w;
+        Ok(())
+    }
+
+    /// The rule used by [`ClosedFormHead::refit`].
+    pub fn rule(&self) -> HeadRule {
+        self.rule
+    }
+
+    /// Appends the constant feature when the head has a bias.
+    fn augment_var(&self, phi: &Var<T>) -> Result<Var<T>> {
+        if !self.bias {
+            return Ok(phi.clone());
+        }
+        let ones = Var::constant(Tensor::ones(&[phi.shape()[0], 1])?);
+        Var::cat(&[phi, &ones], 1)
+    }
+
+    /// Predictions Φ Wᵀ (+ bias) for features `[b, d]`, W held constant.
+    pub fn predict(&self, phi: &Var<T>) -> Result<Var<T>> {
+        let d = self.w.shape()[1] - usize::from(self.bias);
+        if phi.ndim() != 2 || phi.shape()[1] != d {
+            return Err(Error::shape(
+                "ClosedFormHead",
+                format!(
+                    "features of shape {} for a head over {d} features",
+                    fmt_shape(phi.shape())
+                ),
+            ));
+        }
+        self.augment_var(phi)?.matmul(&Var::constant(self.w.t()?))
+    }
+
+    /// Refits W on a batch (features `[b, d]`, targets `[b, k]`) by the head's rule.
+    /// On error W is unchanged.
+    pub fn refit(&mut self, phi: &Tensor<T>, y: &Tensor<T>) -> Result<()> {
+        let phi = self
+            .augment_var(&Var::constant(phi.clone()))?
+            .value()
+            .clone();
+        let scale = match self.normalisation {
+            Normalisation::Sum => 1.0,
+            Normalisation::Mean => phi.shape()[0] as f64,
+        };
+        let w = match self.rule {
+            HeadRule::Proximal { lambda } => proximal(&phi, y, &self.w, lambda * scale, self.form)?,
+            HeadRule::Ridge { beta } => ridge(&phi, y, beta * scale, self.form)?,
+        };
+        self.w = w;
+        Ok(())
+    }
+}
+
+/// The squared loss mean_i ‖yᵢ − ŷᵢ‖², the backbone's objective under the head.
+pub fn squared_loss<T: Element>(pred: &Var<T>, y: &Tensor<T>) -> Result<Var<T>> {
+    if pred.shape() != y.shape() {
+        return Err(Error::shape(
+            "squared_loss",
+            format!(
+                "predictions {} and targets {} differ",
+                fmt_shape(pred.shape()),
+                fmt_shape(y.shape())
+            ),
+        ));
+    }
+    pred.sub(&Var::constant(y.clone()))?
+        .square()?
+        .sum(&[-1], false)?
+        .mean_all()
+}
+
+/// A backbone optimiser and a closed-form head trained together.
+pub struct ClosedFormTrainer<T: Element> {
+    /// The last layer.
+    pub head: ClosedFormHead<T>,
+    /// The optimiser of the backbone's parameters.
+    pub optimizer: Box<dyn Optimizer<T>>,
+    /// The order of the two updates.
+    pub order: Order,
+}
+
+impl<T: Element> ClosedFormTrainer<T> {
+    /// One step on a batch: `features()` runs the backbone on the batch (recording
+    /// when gradients are enabled), `y` are the batch targets `[b, k]`. Returns the
+    /// squared loss the backbone step was taken on. If anything fails, the backbone,
+    /// the optimiser state and the head are left as they were.
+    pub fn step(&mut self, features: impl Fn() -> Result<Var<T>>, y: &Tensor<T>) -> Result<f64> {
+        if !y.all_finite() {
+            return Err(Error::non_finite(
+                "ClosedFormTrainer",
+                "the targets have a NaN or infinity",
+            ));
+        }
+        let params = self.optimizer.params().to_vec();
+        let saved: Vec<Tensor<T>> = params.iter().map(|p| p.value()).collect();
+        let saved_state = self.optimizer.state();
+        let saved_head = self.head.w.clone();
+        let result = self.step_inner(&features, y);
+        if result.is_err() {
+            for (p, v) in params.iter().zip(saved) {
+                p.set(v)?;
+            }
+            self.optimizer.load_state(&saved_state)?;
+            self.head.w = saved_head;
+        }
+        result
+    }
+
+    fn step_inner(&mut self, features: &impl Fn() -> Result<Var<T>>, y: &Tensor<T>) -> Result<f64> {
+        if self.order == Order::LastLayerFirst {
+            let phi = no_grad(features)?;
+            self.head.refit(phi.value(), y)?;
+        }
+        let loss = squared_loss(&self.head.predict(&features()?)?, y)?;
+        let value = loss.item()?.as_f64();
+        let grads = ParamGrads::collect(self.optimizer.params(), &backward(&loss)?);
+        self.optimizer.step(&grads)?;
+        if self.order == Order::BackboneFirst {
+            let phi = no_grad(features)?;
+            self.head.refit(phi.value(), y)?;
+        }
+        Ok(value)
+    }
+}
