@@ -11,7 +11,13 @@ pub mod module;
 pub mod param;
 
 pub use layers::{
-    dropout::Dropout, embedding::Embedding, layer_norm::LayerNorm, linear::Linear, mlp::Mlp,
+    deepsets::DeepSets,
+    dropout::Dropout,
+    embedding::Embedding,
+    icnn::{Icnn, IcnnConfig},
+    layer_norm::LayerNorm,
+    linear::Linear,
+    mlp::Mlp,
 };
 pub use module::{Activation, Module, Sequential};
 pub use param::{Param, ParamGrads, ParamStore, Scope};

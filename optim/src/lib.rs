@@ -5,6 +5,7 @@
 
 pub mod adam;
 pub mod closed_form;
+pub mod lift;
 pub mod optimizer;
 pub mod schedule;
 pub mod sgd;

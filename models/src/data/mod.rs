@@ -7,5 +7,6 @@ pub mod csv;
 pub mod dataset;
 pub mod idx;
 pub mod molecules;
+pub mod toy;
 
 pub use dataset::{Dataset, Standardizer, Targets};

@@ -3,6 +3,7 @@
 pub mod closed_form;
 pub mod diabetes;
 pub mod digits;
+pub mod lift;
 
 use crate::cli::RunConfig;
 use crate::report::Table;
@@ -52,6 +53,20 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: closed_form::classification::OPTIONS,
             run: closed_form::classification::run,
+        },
+        Experiment {
+            name: "lift-ebm-1d",
+            about: "log-concave 1-D EBMs (Gumbel, Laplace) with an ICNN energy: PGD vs softplus vs the lift vs width-matched softplus (TV, NLL, shoulder occupancy)",
+            in_demo: true,
+            options: lift::ebm1d::OPTIONS,
+            run: lift::ebm1d::run,
+        },
+        Experiment {
+            name: "lift-flow-2d",
+            about: "convex potential flows on 8 Gaussians and 2 spirals: PGD vs softplus vs the lift vs width-matched softplus (test NLL vs entropy)",
+            in_demo: true,
+            options: lift::flow2d::OPTIONS,
+            run: lift::flow2d::run,
         },
     ]
 }

@@ -78,6 +78,9 @@ impl AnyTensor {
     }
 }
 
+/// Tensors with their names, in order.
+pub type NamedTensors = Vec<(String, AnyTensor)>;
+
 /// Named tensors plus string metadata (the header's `__metadata__`).
 #[derive(Clone, Debug, Default)]
 pub struct Checkpoint {

@@ -46,6 +46,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let evaluate =
         |pred: &Tensor<f64>| -> Result<f64> { Ok(nn::loss::accuracy(pred, test_labels)? * 100.0) };
     let mut metrics = Metrics::default();
+    let mut model = Vec::new();
     let table = sweep(
         &format!(
             "closed-form-classification: digits ({} train / {} test), MLP 64-128-128 features",
@@ -70,6 +71,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         "accuracy (%)",
         2,
         &mut metrics,
+        &mut model,
     )?;
     let dir = RunDir::create(&cfg.out, "closed-form-classification", &cfg.run_id())?;
     dir.write_metrics(
@@ -79,7 +81,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         "step",
     )?;
     dir.write_model(
-        Vec::new(),
+        model,
         vec![("experiment".into(), "closed-form-classification".into())],
     )?;
     let tables = vec![table];

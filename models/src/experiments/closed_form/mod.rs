@@ -8,6 +8,7 @@ pub mod regression;
 use crate::data::Dataset;
 use crate::report::{mean_std, Metrics, Table};
 use autograd::{backward, no_grad, Var};
+use nn::checkpoint::{AnyTensor, NamedTensors};
 use nn::{loss, Activation, Linear, Mlp, Module, ParamGrads, ParamStore};
 use optim::closed_form::{
     squared_loss, ClosedFormHead, ClosedFormTrainer, HeadRule, Order, SolveForm,
@@ -103,7 +104,8 @@ enum Training {
     Closed(ClosedFormTrainer<f64>),
 }
 
-/// Trains one arm and returns (final test metric, seconds). `targets` are the
+/// Trains one arm and returns (final test metric, seconds) and the trained model's
+/// tensors (the closed-form head as `head.closed_form`). `targets` are the
 /// training targets of the squared loss `[n, k]`; `labels` the classes for
 /// cross-entropy; `evaluate` scores test-set predictions `[n_test, k]`.
 #[allow(clippy::too_many_arguments)]
@@ -118,7 +120,7 @@ pub fn run_arm(
     seed: u64,
     s: &Settings,
     metrics: &mut Metrics,
-) -> Result<(f64, f64)> {
+) -> Result<((f64, f64), NamedTensors)> {
     let start = Instant::now();
     let k = targets.shape()[1];
     let d_in = train.x.shape()[1];
@@ -210,7 +212,14 @@ pub fn run_arm(
             metrics.push(&series, step, "test_metric", last_metric);
         }
     }
-    Ok((last_metric, start.elapsed().as_secs_f64()))
+    let mut tensors = store.to_tensors();
+    if let Training::Closed(t) = &training {
+        tensors.push((
+            "head.closed_form".into(),
+            AnyTensor::from_tensor(t.head.weight()),
+        ));
+    }
+    Ok(((last_metric, start.elapsed().as_secs_f64()), tensors))
 }
 
 /// Runs every method at every batch size over the seeds and tabulates the final
@@ -230,6 +239,7 @@ pub fn sweep(
     metric_name: &str,
     digits: usize,
     metrics: &mut Metrics,
+    model: &mut NamedTensors,
 ) -> Result<Table> {
     let mut headers = vec!["method".to_string()];
     headers.extend(batches.iter().map(|&b| {
@@ -255,7 +265,7 @@ pub fn sweep(
         for &b in batches {
             let mut vals = Vec::new();
             for &seed in seeds {
-                let (v, t) = run_arm(
+                let ((v, t), tensors) = run_arm(
                     m,
                     train,
                     targets,
@@ -267,6 +277,13 @@ pub fn sweep(
                     s,
                     metrics,
                 )?;
+                if seed == seeds[0] {
+                    model.extend(
+                        tensors
+                            .into_iter()
+                            .map(|(k, x)| (format!("{}.b{b}.{k}", m.tag()), x)),
+                    );
+                }
                 vals.push(v);
                 secs.push(t);
             }

@@ -66,6 +66,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let seeds = cfg.seed_list(2, 5);
     let methods = [Method::Sgd, Method::Adam, Method::Ridge, Method::Proximal];
     let mut metrics = Metrics::default();
+    let mut model = Vec::new();
     let mut tables = Vec::new();
     let mut data = Vec::new();
     if which != "diabetes" {
@@ -97,6 +98,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         ));
     }
     for (name, train, test, ys) in &data {
+        let mut arms = Vec::new();
         // The diabetes set is small and noisy: the backbone of its own experiment.
         let s = if name.starts_with("diabetes") {
             Settings {
@@ -128,7 +130,14 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             "MSE (original units)",
             if name.starts_with("diabetes") { 0 } else { 3 },
             &mut metrics,
+            &mut arms,
         )?;
+        let key = if name.starts_with("diabetes") {
+            "diabetes"
+        } else {
+            "molecules"
+        };
+        model.extend(arms.into_iter().map(|(k, v)| (format!("{key}.{k}"), v)));
         println!("{}", table.render());
         tables.push(table);
     }
@@ -140,7 +149,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         "step",
     )?;
     dir.write_model(
-        Vec::new(),
+        model,
         vec![("experiment".into(), "closed-form-regression".into())],
     )?;
     dir.write_tables(&tables)?;

@@ -1,0 +1,175 @@
+//! The lift experiments: log-concave energy-based models in 1-D and convex potential
+//! flows in 2-D, each trained with PGD, the direct softplus reparametrisation, the
+//! lift, and a softplus control widened to the lift's parameter count.
+
+pub mod ebm1d;
+pub mod flow2d;
+
+use autograd::{backward, Var};
+use nn::{Activation, Icnn, IcnnConfig, ParamGrads, ParamStore};
+use optim::lift::{Lift, LiftConfig, Pgd, Positivity, Softplus};
+use optim::{Adam, AdamConfig, Optimizer};
+use tensor::{Error, Result, Rng, Tensor};
+
+/// A positivity strategy to compare.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// Projection after each step.
+    Pgd,
+    /// W = softplus(W̃).
+    Softplus,
+    /// The lift (full: batch body and slack).
+    Lift,
+    /// Softplus on an ICNN widened to the lift's parameter count.
+    SoftplusWide,
+}
+
+impl Strategy {
+    /// All four, in table order.
+    pub const ALL: [Strategy; 4] = [
+        Strategy::Pgd,
+        Strategy::Softplus,
+        Strategy::Lift,
+        Strategy::SoftplusWide,
+    ];
+
+    /// Name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Pgd => "PGD",
+            Strategy::Softplus => "softplus",
+            Strategy::Lift => "lift",
+            Strategy::SoftplusWide => "softplus, width-matched",
+        }
+    }
+}
+
+/// A training loss of the model, its emitted weights and a batch.
+pub type StepLoss<'a> = dyn Fn(&Model, &[Var<f64>], &Tensor<f64>) -> Result<Var<f64>> + 'a;
+
+/// A model: an ICNN, its positivity strategy, and extra trainable scalars (the flow's
+/// potential scales) in one store, with one Adam optimiser.
+pub struct Model {
+    /// All parameters.
+    pub store: ParamStore<f64>,
+    /// The network.
+    pub net: Icnn<f64>,
+    /// Where its non-negative weights come from.
+    pub positivity: Box<dyn Positivity<f64>>,
+    /// The optimiser over every trainable parameter.
+    pub optimizer: Adam<f64>,
+}
+
+/// Trainable parameters of an ICNN with its constrained weights, for `width`.
+fn icnn_params(input: usize, width: usize, layers: usize) -> usize {
+    width * input
+        + width
+        + (layers - 1) * (width * input + width)
+        + input
+        + (layers - 1) * width * width
+        + width
+}
+
+/// Trainable parameters of the lift's hypernetwork for an ICNN of `width`.
+fn lift_params(input: usize, width: usize, layers: usize, cfg: &LiftConfig) -> usize {
+    let mut sizes = vec![input];
+    sizes.extend(&cfg.hidden);
+    sizes.push(cfg.summary);
+    let body: usize = sizes.windows(2).map(|w| w[0] * w[1] + w[1]).sum();
+    let emitted = (layers - 1) * width * width + width;
+    body + emitted * (cfg.summary + 1)
+}
+
+impl Model {
+    /// Builds a model; `extra` scalars (name, initial value) are registered too.
+    pub fn new(
+        strategy: Strategy,
+        cfg: IcnnConfig,
+        lift: &LiftConfig,
+        lr: f64,
+        extra: &[(&str, f64)],
+        rng: &mut Rng,
+    ) -> Result<Model> {
+        let mut cfg = cfg;
+        if strategy == Strategy::SoftplusWide {
+            // The smallest width whose softplus ICNN has at least the lift's count.
+            let target = icnn_params(cfg.input, cfg.width, cfg.layers)
+                - ((cfg.layers - 1) * cfg.width * cfg.width + cfg.width)
+                + lift_params(cfg.input, cfg.width, cfg.layers, lift);
+            let mut w = cfg.width;
+            while icnn_params(cfg.input, w, cfg.layers) < target {
+                w += 1;
+            }
+            cfg.width = w;
+        }
+        let store = ParamStore::new();
+        let net = Icnn::new(&store.root().sub("icnn"), cfg.clone(), rng)?;
+        let scope = store.root().sub("positivity");
+        let init = net.init_constrained(rng)?;
+        let positivity: Box<dyn Positivity<f64>> = match strategy {
+            Strategy::Pgd => Box::new(Pgd::new(&scope, init)?),
+            Strategy::Softplus | Strategy::SoftplusWide => Box::new(Softplus::new(&scope, init)?),
+            Strategy::Lift => Box::new(Lift::new(
+                &scope,
+                cfg.input,
+                net.constrained_shapes(),
+                lift,
+                rng,
+            )?),
+        };
+        for (name, v) in extra {
+            store.root().param(name, Tensor::scalar(*v))?;
+        }
+        let optimizer = Adam::new(store.trainable(), AdamConfig::adam(lr))?;
+        Ok(Model {
+            store,
+            net,
+            positivity,
+            optimizer,
+        })
+    }
+
+    /// The scalar parameter registered as `name`.
+    pub fn scalar(&self, name: &str) -> Result<Var<f64>> {
+        self.store
+            .get(name)
+            .map(|p| p.var())
+            .ok_or_else(|| Error::value("lift experiment", format!("no parameter '{name}'")))
+    }
+
+    /// Number of trainable scalars.
+    pub fn size(&self) -> usize {
+        self.store.num_trainable()
+    }
+
+    /// One step: loss on `batch` with weights conditioned on `batch`, global-norm
+    /// clipping at `clip`, Adam, projection. Non-finite losses are skipped (as the
+    /// reference trainer does) and reported as NaN.
+    pub fn step(&mut self, batch: &Tensor<f64>, clip: f64, loss: &StepLoss<'_>) -> Result<f64> {
+        let w = self.positivity.weights(batch)?;
+        let l = loss(self, &w, batch)?;
+        let v = l.item()?;
+        if !v.is_finite() {
+            return Ok(f64::NAN);
+        }
+        let mut g = ParamGrads::collect(self.optimizer.params(), &backward(&l)?);
+        if g.tensors().iter().any(|t| !t.all_finite()) {
+            return Ok(f64::NAN);
+        }
+        g.clip_global_norm(clip)?;
+        self.optimizer.step(&g)?;
+        self.positivity.project()?;
+        Ok(v)
+    }
+}
+
+/// Default ICNN for the experiments.
+pub fn icnn_config(input: usize, width: usize, layers: usize, strong_convexity: f64) -> IcnnConfig {
+    IcnnConfig {
+        input,
+        width,
+        layers,
+        activation: Activation::Softplus,
+        strong_convexity,
+    }
+}

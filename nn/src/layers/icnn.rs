@@ -1,0 +1,167 @@
+//! Input-convex neural networks (Amos, Xu & Kolter, 2017).
+//!
+//! z₁ = σ(A₀x + b₀), z_{k+1} = σ(W_k z_k + A_k x + b_k), and the output
+//! F(x) = w_outᵀ z_K + a_outᵀ x + ½c‖x‖². With σ convex and non-decreasing (softplus,
+//! ReLU) and every W_k and w_out non-negative, F is convex in x (strongly convex when
+//! c > 0). The non-negative weights are not stored here: a positivity strategy
+//! (projection, softplus reparametrisation, or the lift) supplies them at each forward
+//! pass, so that one network serves every strategy.
+
+use crate::init;
+use crate::module::Activation;
+use crate::param::{Param, Scope};
+use autograd::Var;
+use tensor::{error::fmt_shape, Element, Error, Result, Rng, Tensor};
+
+/// The shape of an ICNN.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IcnnConfig {
+    /// Input dimension D.
+    pub input: usize,
+    /// Hidden width.
+    pub width: usize,
+    /// Number of hidden layers K (≥ 1).
+    pub layers: usize,
+    /// Convex, non-decreasing activation (softplus or ReLU).
+    pub activation: Activation,
+    /// Strong-convexity coefficient c ≥ 0 of the ½c‖x‖² term.
+    pub strong_convexity: f64,
+}
+
+/// The unconstrained parameters of an ICNN; the constrained ones are passed to
+/// [`Icnn::forward_with`].
+pub struct Icnn<T: Element> {
+    cfg: IcnnConfig,
+    /// A₀ `[width, input]`.
+    pub first_weight: Param<T>,
+    /// b₀ `[width]`.
+    pub first_bias: Param<T>,
+    /// A_k `[width, input]` for k = 1 … K−1 (skip connections, no bias).
+    pub skips: Vec<Param<T>>,
+    /// b_k `[width]` for k = 1 … K−1.
+    pub biases: Vec<Param<T>>,
+    /// a_out `[1, input]`.
+    pub out_skip: Param<T>,
+}
+
+impl<T: Element> Icnn<T> {
+    /// A network with Xavier-uniform A's and zero biases.
+    pub fn new(scope: &Scope<T>, cfg: IcnnConfig, rng: &mut Rng) -> Result<Self> {
+        if cfg.input == 0 || cfg.width == 0 || cfg.layers == 0 {
+            return Err(Error::value(
+                "Icnn",
+                format!("needs positive sizes, got {cfg:?}"),
+            ));
+        }
+        if !matches!(cfg.activation, Activation::Softplus | Activation::Relu) {
+            return Err(Error::value(
+                "Icnn",
+                format!(
+                    "the activation must be convex and non-decreasing (softplus or ReLU), got {:?}",
+                    cfg.activation
+                ),
+            ));
+        }
+        if !(cfg.strong_convexity >= 0.0 && cfg.strong_convexity.is_finite()) {
+            return Err(Error::value(
+                "Icnn",
+                format!("c must be finite and ≥ 0, got {}", cfg.strong_convexity),
+            ));
+        }
+        let (h, d) = (cfg.width, cfg.input);
+        let first_weight = scope.param("first.weight", init::xavier_uniform(&[h, d], 1.0, rng)?)?;
+        let first_bias = scope.param("first.bias", Tensor::zeros(&[h])?)?;
+        let mut skips = Vec::new();
+        let mut biases = Vec::new();
+        for k in 1..cfg.layers {
+            skips.push(scope.param(
+                &format!("skip{k}.weight"),
+                init::xavier_uniform(&[h, d], 1.0, rng)?,
+            )?);
+            biases.push(scope.param(&format!("z{k}.bias"), Tensor::zeros(&[h])?)?);
+        }
+        let out_skip = scope.param("out.skip", init::xavier_uniform(&[1, d], 1.0, rng)?)?;
+        Ok(Icnn {
+            cfg,
+            first_weight,
+            first_bias,
+            skips,
+            biases,
+            out_skip,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &IcnnConfig {
+        &self.cfg
+    }
+
+    /// Shapes of the non-negative weights, in the order [`Icnn::forward_with`] takes
+    /// them: W₁ … W_{K−1} `[width, width]`, then w_out `[1, width]`.
+    pub fn constrained_shapes(&self) -> Vec<Vec<usize>> {
+        let h = self.cfg.width;
+        let mut s = vec![vec![h, h]; self.cfg.layers - 1];
+        s.push(vec![1, h]);
+        s
+    }
+
+    /// Folded-normal initial values of the non-negative weights (mean 1/√width).
+    pub fn init_constrained(&self, rng: &mut Rng) -> Result<Vec<Tensor<T>>> {
+        self.constrained_shapes()
+            .iter()
+            .map(|s| init::folded_normal(&[s[0], s[1]], rng))
+            .collect()
+    }
+
+    /// F(x) `[batch, 1]` for inputs `[batch, input]` with the given non-negative
+    /// weights (which must be ≥ 0 for F to be convex; the caller's strategy ensures
+    /// it).
+    pub fn forward_with(&self, x: &Var<T>, constrained: &[Var<T>]) -> Result<Var<T>> {
+        let shapes = self.constrained_shapes();
+        if constrained.len() != shapes.len()
+            || constrained
+                .iter()
+                .zip(&shapes)
+                .any(|(w, s)| w.shape() != s.as_slice())
+        {
+            let got: Vec<Vec<usize>> = constrained.iter().map(|w| w.shape().to_vec()).collect();
+            return Err(Error::shape(
+                "Icnn",
+                format!("constrained weights of shapes {got:?}, expected {shapes:?}"),
+            ));
+        }
+        if x.ndim() != 2 || x.shape()[1] != self.cfg.input {
+            return Err(Error::shape(
+                "Icnn",
+                format!(
+                    "input of shape {} for an ICNN over {} dimensions",
+                    fmt_shape(x.shape()),
+                    self.cfg.input
+                ),
+            ));
+        }
+        let act = self.cfg.activation;
+        let mut z = act.apply(
+            &x.matmul(&self.first_weight.var().t()?)?
+                .add(&self.first_bias.var())?,
+        )?;
+        for k in 0..self.cfg.layers - 1 {
+            let pre = z
+                .matmul(&constrained[k].t()?)?
+                .add(&x.matmul(&self.skips[k].var().t()?)?)?
+                .add(&self.biases[k].var())?;
+            z = act.apply(&pre)?;
+        }
+        let mut f = z
+            .matmul(&constrained[self.cfg.layers - 1].t()?)?
+            .add(&x.matmul(&self.out_skip.var().t()?)?)?;
+        if self.cfg.strong_convexity > 0.0 {
+            f = f.add(
+                &x.square()?
+                    .sum(&[1], true)?
+                    .mul_scalar(0.5 * self.cfg.strong_convexity)?,
+            )?;
+        }
+        Ok(f)
+    }
+}
