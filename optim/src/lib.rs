@@ -6,12 +6,15 @@
 pub mod adam;
 pub mod closed_form;
 pub mod lift;
+pub mod llqr;
 pub mod optimizer;
+pub mod sam;
 pub mod schedule;
 pub mod sgd;
 pub mod training_state;
 
 pub use adam::{Adam, AdamConfig};
 pub use optimizer::{Optimizer, OptimizerState};
+pub use sam::{Sam, SamVariant};
 pub use schedule::Schedule;
 pub use sgd::{Sgd, SgdConfig};

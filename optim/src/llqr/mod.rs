@@ -1,0 +1,13 @@
+//! LLQR: a learned layer-wise preconditioner fitted to a quadratic model of the loss,
+//! its exact Riccati counterpart for tiny networks, curvature-vector products by
+//! higher-order autograd, and the LLQR+SAM optimiser.
+
+pub mod curvature;
+pub mod llqr_sam;
+pub mod preconditioner;
+pub mod riccati;
+
+pub use curvature::{dense_curvature, fisher_vector_product, hessian_vector_product, Geometry};
+pub use llqr_sam::{LlqrConfig, LlqrSam, PerturbationNorm};
+pub use preconditioner::{Gvp, InnerSolve, Preconditioner, Structure};
+pub use riccati::exact_lqr_step;

@@ -1,0 +1,304 @@
+//! The learned block-diagonal preconditioner U of LLQR: one block per parameter
+//! tensor, diagonal, K-FAC-shaped (U(X) = A X Bᵀ with A and B learned directly — the
+//! structure of K-FAC, not its covariance estimates) or dense. U is fitted by
+//! minimising the quadratic model of the loss along the preconditioned step,
+//! J(U) = gᵀΔ + ½Δᵀ(G + δI)Δ with Δ = −U g, by momentum steps whose gradients come
+//! from autograd; G·v products are supplied by the caller.
+
+use autograd::{grad, Var};
+use nn::Param;
+use tensor::{Element, Error, Result, Tensor};
+
+/// The shape of each block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Structure {
+    /// U = diag(d) per tensor (the default).
+    Diagonal,
+    /// U(X) = A X Bᵀ for matrices (A: rows×rows, B: cols×cols), diagonal for vectors.
+    Kfac,
+    /// A dense P×P block per tensor (small layers and tests).
+    Dense,
+}
+
+#[derive(Clone, Debug)]
+enum Block<T: Element> {
+    Diagonal(Tensor<T>),
+    Kfac(Tensor<T>, Tensor<T>),
+    Dense(Tensor<T>),
+}
+
+impl<T: Element> Block<T> {
+    fn tensors(&self) -> Vec<Tensor<T>> {
+        match self {
+            Block::Diagonal(d) => vec![d.clone()],
+            Block::Kfac(a, b) => vec![a.clone(), b.clone()],
+            Block::Dense(m) => vec![m.clone()],
+        }
+    }
+
+    fn with(&self, ts: Vec<Tensor<T>>) -> Block<T> {
+        let mut it = ts.into_iter();
+        let mut next = || it.next().expect("one tensor per factor");
+        match self {
+            Block::Diagonal(_) => Block::Diagonal(next()),
+            Block::Kfac(_, _) => Block::Kfac(next(), next()),
+            Block::Dense(_) => Block::Dense(next()),
+        }
+    }
+
+    /// U g for one block, with the factors as `Var`s.
+    fn apply(&self, factors: &[Var<T>], g: &Var<T>) -> Result<Var<T>> {
+        match self {
+            Block::Diagonal(_) => factors[0].mul(g),
+            Block::Kfac(_, _) => factors[0].matmul(g)?.matmul(&factors[1].t()?),
+            Block::Dense(_) => {
+                let shape = g.shape().to_vec();
+                factors[0]
+                    .matmul(&g.reshape(&[g.numel(), 1])?)?
+                    .reshape(&shape)
+            }
+        }
+    }
+}
+
+/// Settings of the inner solve that fits U.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InnerSolve {
+    /// Momentum steps on J(U).
+    pub steps: usize,
+    /// Their learning rate.
+    pub lr: f64,
+    /// Their momentum.
+    pub momentum: f64,
+    /// Each factor's gradient is clipped to this norm.
+    pub clip: f64,
+    /// Damping δ added to the curvature (δI).
+    pub damping: f64,
+}
+
+impl Default for InnerSolve {
+    /// The authors' defaults: 50 momentum steps at 1e-3, clip 5, no damping.
+    fn default() -> Self {
+        InnerSolve {
+            steps: 50,
+            lr: 1e-3,
+            momentum: 0.9,
+            clip: 5.0,
+            damping: 0.0,
+        }
+    }
+}
+
+/// A block-diagonal preconditioner, one block per parameter tensor.
+#[derive(Clone, Debug)]
+pub struct Preconditioner<T: Element> {
+    blocks: Vec<Block<T>>,
+}
+
+/// A curvature-vector product G·v over tensors aligned with the parameters.
+pub type Gvp<'a, T> = dyn Fn(&[Tensor<T>]) -> Result<Vec<Tensor<T>>> + 'a;
+
+impl<T: Element> Preconditioner<T> {
+    /// U = I with the given structure.
+    pub fn identity(params: &[Param<T>], structure: Structure) -> Result<Self> {
+        let blocks = params
+            .iter()
+            .map(|p| {
+                let s = p.shape();
+                let n: usize = s.iter().product();
+                Ok(match (structure, s.len()) {
+                    (Structure::Kfac, 2) => Block::Kfac(Tensor::eye(s[0])?, Tensor::eye(s[1])?),
+                    (Structure::Dense, _) => Block::Dense(Tensor::eye(n)?),
+                    _ => Block::Diagonal(Tensor::ones(&s)?),
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Preconditioner { blocks })
+    }
+
+    /// A fixed diagonal preconditioner with the given entries (one tensor per
+    /// parameter, same shapes).
+    pub fn diagonal(entries: Vec<Tensor<T>>) -> Self {
+        Preconditioner {
+            blocks: entries.into_iter().map(Block::Diagonal).collect(),
+        }
+    }
+
+    fn factors(&self) -> Vec<Vec<Var<T>>> {
+        self.blocks
+            .iter()
+            .map(|b| b.tensors().into_iter().map(Var::leaf).collect())
+            .collect()
+    }
+
+    fn check(&self, g: &[Tensor<T>]) -> Result<()> {
+        if g.len() != self.blocks.len() {
+            return Err(Error::shape(
+                "Preconditioner",
+                format!("{} tensors for {} blocks", g.len(), self.blocks.len()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// U g.
+    pub fn apply(&self, g: &[Tensor<T>]) -> Result<Vec<Tensor<T>>> {
+        self.check(g)?;
+        autograd::no_grad(|| {
+            self.blocks
+                .iter()
+                .zip(g)
+                .map(|(b, g)| {
+                    let f: Vec<Var<T>> = b.tensors().into_iter().map(Var::constant).collect();
+                    Ok(b.apply(&f, &Var::constant(g.clone()))?.value().clone())
+                })
+                .collect()
+        })
+    }
+
+    /// J(U) = −gᵀUg + ½(Ug)ᵀ(G + δI)(Ug).
+    pub fn objective(&self, g: &[Tensor<T>], gvp: &Gvp<'_, T>, damping: f64) -> Result<f64> {
+        let v = self.apply(g)?;
+        let gv = gvp(&v)?;
+        Ok(quadratic(g, &v, &gv, damping))
+    }
+
+    /// Fits U to J by `cfg.steps` momentum steps from its current value (a warm
+    /// start); returns J before each step and after the last.
+    pub fn learn(
+        &mut self,
+        g: &[Tensor<T>],
+        gvp: &Gvp<'_, T>,
+        cfg: &InnerSolve,
+    ) -> Result<Vec<f64>> {
+        self.check(g)?;
+        if !(cfg.lr > 0.0
+            && cfg.clip > 0.0
+            && (0.0..1.0).contains(&cfg.momentum)
+            && cfg.damping >= 0.0)
+        {
+            return Err(Error::value(
+                "Preconditioner::learn",
+                format!("invalid inner-solve settings {cfg:?}"),
+            ));
+        }
+        let mut velocity: Option<Vec<Vec<Tensor<T>>>> = None;
+        let mut trace = Vec::with_capacity(cfg.steps + 1);
+        for _ in 0..cfg.steps {
+            let factors = self.factors();
+            let gv_vars: Vec<Var<T>> = g.iter().map(|t| Var::constant(t.clone())).collect();
+            let v: Vec<Var<T>> = self
+                .blocks
+                .iter()
+                .zip(&factors)
+                .zip(&gv_vars)
+                .map(|((b, f), g)| b.apply(f, g))
+                .collect::<Result<_>>()?;
+            let vt: Vec<Tensor<T>> = v.iter().map(|x| x.value().clone()).collect();
+            let gvt = gvp(&vt)?;
+            trace.push(quadratic(g, &vt, &gvt, cfg.damping));
+            // ∂J/∂v = (G + δI) v − g, pulled back to the factors.
+            let cot: Vec<Var<T>> = gvt
+                .iter()
+                .zip(&vt)
+                .zip(g)
+                .map(|((gv, v), g)| Ok(Var::constant(gv.add(&v.mul_scalar(cfg.damping))?.sub(g)?)))
+                .collect::<Result<_>>()?;
+            let flat: Vec<&Var<T>> = factors.iter().flatten().collect();
+            let outs: Vec<&Var<T>> = v.iter().collect();
+            let cots: Vec<&Var<T>> = cot.iter().collect();
+            let grads = grad(&outs, &flat, Some(&cots), false)?;
+            let mut k = 0;
+            let mut new_vel = Vec::with_capacity(self.blocks.len());
+            for (bi, block) in self.blocks.iter_mut().enumerate() {
+                let current = block.tensors();
+                let mut vel_b = Vec::with_capacity(current.len());
+                let mut next = Vec::with_capacity(current.len());
+                for (fi, t) in current.iter().enumerate() {
+                    let mut gr = grads[k].value().clone();
+                    k += 1;
+                    let n = gr.square().sum_all().item()?.as_f64().sqrt();
+                    if !n.is_finite() {
+                        return Err(Error::non_finite(
+                            "Preconditioner::learn",
+                            "a factor's gradient is not finite",
+                        ));
+                    }
+                    if n > cfg.clip {
+                        gr = gr.mul_scalar(cfg.clip / n);
+                    }
+                    let vel = match &velocity {
+                        Some(prev) => prev[bi][fi].mul_scalar(cfg.momentum).add(&gr)?,
+                        None => gr,
+                    };
+                    next.push(t.sub(&vel.mul_scalar(cfg.lr))?);
+                    vel_b.push(vel);
+                }
+                *block = block.with(next);
+                new_vel.push(vel_b);
+            }
+            velocity = Some(new_vel);
+        }
+        trace.push(self.objective(g, gvp, cfg.damping)?);
+        Ok(trace)
+    }
+
+    /// U ← βU + (1 − β)U_new, block by block.
+    pub fn ema(&mut self, new: &Preconditioner<T>, beta: f64) -> Result<()> {
+        if !(0.0..=1.0).contains(&beta) || new.blocks.len() != self.blocks.len() {
+            return Err(Error::value(
+                "Preconditioner::ema",
+                format!("β = {beta} must be in [0, 1] and the structures must match"),
+            ));
+        }
+        for (a, b) in self.blocks.iter_mut().zip(&new.blocks) {
+            let mixed = a
+                .tensors()
+                .iter()
+                .zip(b.tensors())
+                .map(|(x, y)| x.mul_scalar(beta).add(&y.mul_scalar(1.0 - beta)))
+                .collect::<Result<Vec<_>>>()?;
+            *a = a.with(mixed);
+        }
+        Ok(())
+    }
+
+    /// Floors diagonal blocks at `eps` (so that U never flips or kills a gradient
+    /// coordinate).
+    pub fn floor_diagonal(&mut self, eps: f64) {
+        for b in &mut self.blocks {
+            if let Block::Diagonal(d) = b {
+                *d = d.map(|v| {
+                    if v.as_f64() < eps {
+                        T::from_f64(eps)
+                    } else {
+                        v
+                    }
+                });
+            }
+        }
+    }
+
+    /// The factor tensors of every block (diagonal entries, or A and B, or the dense
+    /// matrix), for inspection and checkpoints.
+    pub fn factor_tensors(&self) -> Vec<Vec<Tensor<T>>> {
+        self.blocks.iter().map(|b| b.tensors()).collect()
+    }
+}
+
+/// −gᵀv + ½vᵀ(Gv + δv).
+fn quadratic<T: Element>(g: &[Tensor<T>], v: &[Tensor<T>], gv: &[Tensor<T>], damping: f64) -> f64 {
+    let dot = |a: &Tensor<T>, b: &Tensor<T>| {
+        a.mul(b)
+            .and_then(|t| t.sum_all().item())
+            .map(|x| x.as_f64())
+            .unwrap_or(f64::NAN)
+    };
+    let lin: f64 = g.iter().zip(v).map(|(g, v)| dot(g, v)).sum();
+    let quad: f64 = v
+        .iter()
+        .zip(gv)
+        .map(|(v, gv)| dot(v, gv) + damping * dot(v, v))
+        .sum();
+    -lin + 0.5 * quad
+}

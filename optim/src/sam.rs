@@ -1,0 +1,131 @@
+//! Sharpness-aware minimisation (Foret et al.) and Friendly SAM (Li et al.): take the
+//! gradient at a perturbed point θ + ε on the same batch and let a base optimiser
+//! step with it from θ.
+
+use crate::optimizer::{check_range, Optimizer};
+use autograd::{backward, Var};
+use nn::{Param, ParamGrads};
+use tensor::{Element, Error, Result, Tensor};
+
+/// Which perturbation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SamVariant {
+    /// ε = ρ g/‖g‖.
+    Sam,
+    /// ε = ρ d/‖d‖ with d = g − σ·m, m an EMA of past gradients (decay λ); on the
+    /// first step d = g and m = g (as in the F-SAM reference code).
+    FriendlySam {
+        /// Weight σ of the subtracted EMA.
+        sigma: f64,
+        /// EMA decay λ.
+        decay: f64,
+    },
+}
+
+/// SAM or F-SAM around any base optimiser.
+pub struct Sam<T: Element> {
+    base: Box<dyn Optimizer<T>>,
+    rho: f64,
+    variant: SamVariant,
+    ema: Option<Vec<Tensor<T>>>,
+}
+
+/// Gradients of `loss()` at the parameters' current values.
+pub(crate) fn gradients<T: Element>(
+    params: &[Param<T>],
+    loss: &dyn Fn() -> Result<Var<T>>,
+) -> Result<(f64, ParamGrads<T>)> {
+    let l = loss()?;
+    let v = l.item()?.as_f64();
+    if !v.is_finite() {
+        return Err(Error::non_finite("gradients", format!("the loss is {v}")));
+    }
+    Ok((v, ParamGrads::collect(params, &backward(&l)?)))
+}
+
+/// Moves every parameter by `eps` (θ ← θ + ε) and returns the previous values.
+pub(crate) fn perturb<T: Element>(
+    params: &[Param<T>],
+    eps: &[Tensor<T>],
+) -> Result<Vec<Tensor<T>>> {
+    let saved: Vec<Tensor<T>> = params.iter().map(|p| p.value()).collect();
+    for (p, e) in params.iter().zip(eps) {
+        p.set(p.value().add(e)?)?;
+    }
+    Ok(saved)
+}
+
+/// Restores values saved by [`perturb`] exactly.
+pub(crate) fn restore<T: Element>(params: &[Param<T>], saved: Vec<Tensor<T>>) -> Result<()> {
+    params.iter().zip(saved).try_for_each(|(p, v)| p.set(v))
+}
+
+/// The Euclidean norm of a list of tensors.
+pub(crate) fn norm<T: Element>(ts: &[Tensor<T>]) -> f64 {
+    ts.iter()
+        .map(|t| {
+            t.square()
+                .sum_all()
+                .item()
+                .map(|v| v.as_f64())
+                .unwrap_or(0.0)
+        })
+        .sum::<f64>()
+        .sqrt()
+}
+
+impl<T: Element> Sam<T> {
+    /// SAM with radius ρ ≥ 0 around `base`.
+    pub fn new(base: Box<dyn Optimizer<T>>, rho: f64, variant: SamVariant) -> Result<Self> {
+        check_range("Sam", "rho", rho, 0.0, f64::INFINITY)?;
+        if let SamVariant::FriendlySam { sigma, decay } = variant {
+            check_range("Sam", "sigma", sigma, 0.0, f64::INFINITY)?;
+            check_range("Sam", "decay", decay, 0.0, 1.0)?;
+        }
+        Ok(Sam {
+            base,
+            rho,
+            variant,
+            ema: None,
+        })
+    }
+
+    /// The base optimiser.
+    pub fn base(&mut self) -> &mut dyn Optimizer<T> {
+        self.base.as_mut()
+    }
+
+    /// One step on the batch that `loss()` evaluates (it is called twice: at θ and at
+    /// θ + ε). Returns the loss at θ. On error the parameters are left at θ.
+    pub fn step(&mut self, loss: &dyn Fn() -> Result<Var<T>>) -> Result<f64> {
+        let params = self.base.params().to_vec();
+        let (value, g) = gradients(&params, loss)?;
+        let g = g.into_tensors();
+        let direction: Vec<Tensor<T>> = match (self.variant, &self.ema) {
+            (SamVariant::FriendlySam { sigma, .. }, Some(m)) => g
+                .iter()
+                .zip(m)
+                .map(|(g, m)| g.sub(&m.mul_scalar(sigma)))
+                .collect::<Result<_>>()?,
+            _ => g.clone(),
+        };
+        let scale = self.rho / (norm(&direction) + 1e-12);
+        let eps: Vec<Tensor<T>> = direction.iter().map(|d| d.mul_scalar(scale)).collect();
+        let saved = perturb(&params, &eps)?;
+        let perturbed = gradients(&params, loss);
+        restore(&params, saved)?;
+        let (_, g_plus) = perturbed?;
+        self.base.step(&g_plus)?;
+        if let SamVariant::FriendlySam { decay, .. } = self.variant {
+            self.ema = Some(match self.ema.take() {
+                None => g,
+                Some(m) => m
+                    .iter()
+                    .zip(&g)
+                    .map(|(m, g)| m.mul_scalar(decay).add(&g.mul_scalar(1.0 - decay)))
+                    .collect::<Result<_>>()?,
+            });
+        }
+        Ok(value)
+    }
+}
