@@ -124,7 +124,7 @@ impl RunConfig {
         }
     }
 
-    /// A comma-separated list option.
+    /// A comma-separated list option (an empty value is an empty list).
     pub fn opt_list<T: std::str::FromStr + Clone>(
         &self,
         key: &str,
@@ -132,6 +132,7 @@ impl RunConfig {
     ) -> Result<Vec<T>> {
         match self.extra.get(key) {
             None => Ok(default.to_vec()),
+            Some(v) if v.trim().is_empty() => Ok(Vec::new()),
             Some(v) => v
                 .split(',')
                 .map(|s| {

@@ -21,18 +21,24 @@ fn usage() -> String {
 fn run(args: &[String]) -> tensor::Result<()> {
     let name = args.first().map(String::as_str).unwrap_or("list");
     let cfg = RunConfig::parse(&args[args.len().min(1)..])?;
+    let mut pool = rayon::ThreadPoolBuilder::new();
     if let Some(n) = cfg.threads {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build_global()
-            .map_err(|e| {
-                tensor::Error::value("models", format!("cannot start {n} threads: {e}"))
-            })?;
+        pool = pool.num_threads(n);
     }
+    let pool = pool.build().map_err(|e| {
+        tensor::Error::value("models", format!("cannot start the worker threads: {e}"))
+    })?;
+    // The experiment runs on a worker of the pool, not beside it: on a machine with
+    // as many cores as workers, a separate main thread would compete with workers
+    // that spin between small parallel kernels.
+    pool.install(|| dispatch(name, &cfg))
+}
+
+fn dispatch(name: &str, cfg: &RunConfig) -> tensor::Result<()> {
     match name {
         "list" | "help" | "--help" | "-h" => print!("{}", usage()),
         "demo" => {
-            demo(&cfg)?;
+            demo(cfg)?;
         }
         _ => {
             let e = registry()
@@ -44,7 +50,7 @@ fn run(args: &[String]) -> tensor::Result<()> {
                         format!("unknown experiment '{name}'; run `models list`"),
                     )
                 })?;
-            for table in (e.run)(&cfg)? {
+            for table in (e.run)(cfg)? {
                 println!("{}", table.render());
             }
         }

@@ -98,3 +98,46 @@ fn digits_reaches_95_percent_with_adam_in_the_quick_setting() {
     .unwrap();
     assert!(acc >= 0.95, "test accuracy {acc}");
 }
+
+#[test]
+fn symmetric_label_noise_flips_the_stated_fraction_to_uniform_other_classes() {
+    let (train, _) = digits::split().unwrap();
+    let (labels, classes) = train.labels().unwrap();
+    let n = labels.len() as f64;
+    let (noisy, changed) = train.with_label_noise(0.4, &mut Rng::new(3)).unwrap();
+    let (noisy_labels, _) = noisy.labels().unwrap();
+    let differ = labels
+        .iter()
+        .zip(noisy_labels)
+        .filter(|(a, b)| a != b)
+        .count();
+    // Every flip goes to another class, so the count reported is the count that differ.
+    assert_eq!(changed, differ);
+    // Binomial(n, 0.4): within 4 standard deviations.
+    let sd = (n * 0.4 * 0.6).sqrt();
+    assert!(
+        (changed as f64 - 0.4 * n).abs() < 4.0 * sd,
+        "{changed} of {n}"
+    );
+    // The offset (new − old) mod classes is uniform on 1..classes: χ² with 8 degrees
+    // of freedom below its 0.1 % critical value 26.1.
+    let mut counts = vec![0.0; classes];
+    for (a, b) in labels.iter().zip(noisy_labels).filter(|(a, b)| a != b) {
+        counts[(b + classes - a) % classes] += 1.0;
+    }
+    assert_eq!(counts[0], 0.0);
+    let expected = changed as f64 / (classes - 1) as f64;
+    let chi2: f64 = counts[1..]
+        .iter()
+        .map(|c| (c - expected).powi(2) / expected)
+        .sum();
+    assert!(chi2 < 26.1, "χ² {chi2} over offsets {counts:?}");
+    // Features are untouched; no noise changes nothing; bad input is refused.
+    assert_eq!(noisy.x.to_vec(), train.x.to_vec());
+    let (same, zero) = train.with_label_noise(0.0, &mut Rng::new(3)).unwrap();
+    assert_eq!((same.labels().unwrap().0, zero), (labels, 0));
+    assert!(train.with_label_noise(1.5, &mut Rng::new(0)).is_err());
+    assert!(train.with_label_noise(f64::NAN, &mut Rng::new(0)).is_err());
+    let regression = builtin::diabetes().unwrap();
+    assert!(regression.with_label_noise(0.1, &mut Rng::new(0)).is_err());
+}

@@ -8,8 +8,9 @@
 /// Elements per chunk of element-wise and reduction work.
 pub const CHUNK: usize = 1 << 14;
 
-/// Work (elements, or multiply-adds) below which a kernel stays on the calling thread.
-pub const PAR_THRESHOLD: usize = 1 << 17;
+/// Work (elements) below which a kernel stays on the calling thread: a quarter of a
+/// million element-wise operations take about as long as waking a worker.
+pub const PAR_THRESHOLD: usize = 1 << 18;
 
 /// Calls `f(start, chunk)` for consecutive `CHUNK`-sized pieces of `out`, where
 /// `start` is the chunk's first index; in parallel when `out` is large.

@@ -117,6 +117,44 @@ impl Dataset {
         }
     }
 
+    /// A copy whose labels are corrupted by symmetric noise: each label, with
+    /// probability `fraction`, is replaced by a class drawn uniformly from the *other*
+    /// classes. Returns the copy and how many labels changed.
+    pub fn with_label_noise(&self, fraction: f64, rng: &mut Rng) -> Result<(Dataset, usize)> {
+        if !(0.0..=1.0).contains(&fraction) {
+            return Err(Error::value(
+                "with_label_noise",
+                format!("the noise fraction must be in [0, 1], got {fraction}"),
+            ));
+        }
+        let (labels, classes) = self.labels()?;
+        if classes < 2 {
+            return Err(Error::value(
+                "with_label_noise",
+                "symmetric noise needs at least two classes",
+            ));
+        }
+        let mut changed = 0;
+        let mut noisy = Vec::with_capacity(labels.len());
+        for &y in labels {
+            if rng.uniform() < fraction {
+                let other = rng.below(classes as u64 - 1)? as usize;
+                noisy.push(if other >= y { other + 1 } else { other });
+                changed += 1;
+            } else {
+                noisy.push(y);
+            }
+        }
+        let data = Dataset::new(
+            self.x.clone(),
+            Targets::Classes {
+                labels: noisy,
+                classes,
+            },
+        )?;
+        Ok((data, changed))
+    }
+
     /// Real targets, or an error for a classification dataset.
     pub fn values(&self) -> Result<&Tensor<f64>> {
         match &self.y {

@@ -4,6 +4,7 @@ pub mod closed_form;
 pub mod diabetes;
 pub mod digits;
 pub mod lift;
+pub mod llqr_sam;
 
 use crate::cli::RunConfig;
 use crate::report::Table;
@@ -67,6 +68,20 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: lift::flow2d::OPTIONS,
             run: lift::flow2d::run,
+        },
+        Experiment {
+            name: "llqr-sam",
+            about: "digits MLP: SGD, SAM, F-SAM, LLQR and LLQR+SAM (NGD/Newton, both norms) on clean and 40 %-noisy labels, with cost per step",
+            in_demo: true,
+            options: llqr_sam::classify::OPTIONS,
+            run: llqr_sam::classify::run,
+        },
+        Experiment {
+            name: "pothole",
+            about: "two-scale landscape: which optimisers escape a narrow dip in a broad bowl, and the SAM/LLQR+SAM hovering amplitudes vs closed forms",
+            in_demo: true,
+            options: llqr_sam::pothole::OPTIONS,
+            run: llqr_sam::pothole::run,
         },
     ]
 }

@@ -7,10 +7,11 @@
 
 use super::curvature::{fisher_vector_product, hessian_vector_product, Geometry};
 use super::preconditioner::{InnerSolve, Preconditioner, Structure};
-use crate::optimizer::{check_lr, check_range};
+use crate::optimizer::{check_lr, check_range, Optimizer};
 use crate::sam::{gradients, perturb, restore};
+use crate::sgd::{Sgd, SgdConfig};
 use autograd::Var;
-use nn::Param;
+use nn::{Param, ParamGrads};
 use tensor::{Element, Error, Result, Tensor};
 
 /// How the SAM radius is measured.
@@ -79,7 +80,7 @@ pub struct LlqrSam<T: Element> {
     params: Vec<Param<T>>,
     cfg: LlqrConfig,
     u: Preconditioner<T>,
-    momentum: Option<Vec<Tensor<T>>>,
+    outer: Sgd<T>,
     gbar: Option<Vec<Tensor<T>>>,
     steps: usize,
 }
@@ -113,11 +114,17 @@ impl<T: Element> LlqrSam<T> {
             return Err(Error::value("LlqrSam", "refresh_every must be at least 1"));
         }
         let u = Preconditioner::identity(&params, cfg.structure)?;
+        let outer = Sgd::new(
+            params.clone(),
+            SgdConfig::new(cfg.lr)
+                .momentum(cfg.momentum)
+                .weight_decay(cfg.weight_decay),
+        )?;
         Ok(LlqrSam {
             params,
             cfg,
             u,
-            momentum: None,
+            outer,
             gbar: None,
             steps: 0,
         })
@@ -136,6 +143,17 @@ impl<T: Element> LlqrSam<T> {
     /// Replaces the preconditioner (for experiments with a fixed U).
     pub fn set_preconditioner(&mut self, u: Preconditioner<T>) {
         self.u = u;
+    }
+
+    /// The learning rate η.
+    pub fn lr(&self) -> f64 {
+        self.cfg.lr
+    }
+
+    /// Sets η (for schedules).
+    pub fn set_lr(&mut self, lr: f64) -> Result<()> {
+        self.cfg.lr = check_lr("LlqrSam", lr)?;
+        self.outer.set_lr(lr)
     }
 
     /// Steps taken.
@@ -204,30 +222,9 @@ impl<T: Element> LlqrSam<T> {
         } else {
             g.clone()
         };
-        let ug = self.u.apply(&g_plus)?;
-        let (lr, mu, wd) = (self.cfg.lr, self.cfg.momentum, self.cfg.weight_decay);
-        let mut new_buf = Vec::with_capacity(params.len());
-        let mut new_vals = Vec::with_capacity(params.len());
-        for (i, (p, u)) in params.iter().zip(&ug).enumerate() {
-            let theta = p.value();
-            let update = u.add(&theta.mul_scalar(wd))?;
-            let buf = match &self.momentum {
-                Some(b) if mu > 0.0 => b[i].mul_scalar(mu).add(&update)?,
-                _ => update,
-            };
-            new_vals.push(theta.sub(&buf.mul_scalar(lr))?);
-            new_buf.push(buf);
-        }
-        if new_vals.iter().any(|t| !t.all_finite()) {
-            return Err(Error::non_finite(
-                "LlqrSam::step",
-                "the update has a NaN or infinity",
-            ));
-        }
-        for (p, v) in params.iter().zip(new_vals) {
-            p.set(v)?;
-        }
-        self.momentum = Some(new_buf);
+        // θ ← θ − η·Mom(U g⁺ + wd·θ): SGD with momentum and weight decay, fed U g⁺.
+        self.outer
+            .step(&ParamGrads::from_tensors(self.u.apply(&g_plus)?))?;
         if let Some(decay) = self.cfg.fsam_decay {
             self.gbar = Some(match self.gbar.take() {
                 None => g.iter().map(|t| t.mul_scalar(1.0 - decay)).collect(),

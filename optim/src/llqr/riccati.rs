@@ -16,10 +16,7 @@ use tensor::{Error, Result, Tensor};
 /// A function of autograd leaves to one output variable.
 type LeafFn<'a> = dyn Fn(&[Var<f64>]) -> Result<Var<f64>> + 'a;
 
-fn jacobian(
-    f: &LeafFn<'_>,
-    at: &[Tensor<f64>],
-) -> Result<Tensor<f64>> {
+fn jacobian(f: &LeafFn<'_>, at: &[Tensor<f64>]) -> Result<Tensor<f64>> {
     let leaves: Vec<Var<f64>> = at.iter().map(|t| Var::leaf(t.clone())).collect();
     let refs: Vec<&Var<f64>> = leaves.iter().collect();
     let y = f(&leaves)?;

@@ -1,0 +1,85 @@
+//! The LLQR+SAM experiment's training loop: it learns, it reports divergence instead
+//! of failing, and its pothole toy reproduces the escape the analysis predicts.
+
+use models::experiments::digits;
+use models::experiments::llqr_sam::classify::{train_arm, Arm, Budget};
+use models::experiments::llqr_sam::pothole::{scalar_run, Pothole};
+use models::experiments::llqr_sam::{Hyper, Method};
+use models::report::Metrics;
+use optim::llqr::{Geometry, PerturbationNorm};
+
+fn hyper() -> Hyper {
+    Hyper {
+        lr: 0.05,
+        momentum: 0.9,
+        weight_decay: 5e-4,
+        rho: 0.05,
+        fsam_sigma: 1.0,
+        fsam_decay: 0.9,
+        refresh_every: 20,
+        precond_batch: 64,
+        inner_lr: 10.0,
+    }
+}
+
+#[test]
+fn llqr_sam_learns_digits_and_moves_its_preconditioner() {
+    let (train, test) = digits::split().unwrap();
+    let budget = Budget {
+        epochs: 8,
+        batch: 64,
+        hidden: 64,
+    };
+    let run = |method| {
+        let arm = Arm {
+            method,
+            hyper: hyper(),
+            budget: budget.clone(),
+        };
+        train_arm(&arm, (&train, &test), 0, "t", true, &mut Metrics::default()).unwrap()
+    };
+    let r = run(Method::LlqrSam(Geometry::Fisher, PerturbationNorm::Matrix));
+    let sgd = run(Method::Sgd);
+    assert!(r.diverged_at.is_none());
+    // Well above chance (10 %) and within 3 points of SGD on the same budget.
+    assert!(
+        r.accuracy > 90.0 && r.accuracy > sgd.accuracy - 3.0,
+        "test accuracy {} (SGD {})",
+        r.accuracy,
+        sgd.accuracy
+    );
+    let (_, lo, hi) = r.preconditioner.expect("LLQR has a preconditioner");
+    assert!(lo < 0.99 || hi > 1.01, "U stayed at I: [{lo}, {hi}]");
+}
+
+#[test]
+fn a_diverging_arm_is_reported_not_fatal() {
+    let (train, test) = digits::split().unwrap();
+    let arm = Arm {
+        method: Method::Sam,
+        hyper: Hyper { lr: 1e6, ..hyper() },
+        budget: Budget {
+            epochs: 2,
+            batch: 64,
+            hidden: 32,
+        },
+    };
+    let r = train_arm(&arm, (&train, &test), 0, "t", true, &mut Metrics::default()).unwrap();
+    assert!(r.diverged_at.is_some() && r.accuracy.is_nan());
+}
+
+#[test]
+fn the_pothole_traps_sam_but_not_the_u_norm_probe() {
+    let p = Pothole::REFERENCE;
+    let f = |x: &autograd::Var<f64>| p.loss(x);
+    let u = 1.0 / p.lam_bar;
+    let last = |setting| {
+        *scalar_run(&f, p.centre + 1e-3, setting, 0.01, 3000)
+            .unwrap()
+            .last()
+            .unwrap()
+    };
+    assert!(!p.escaped(last((1.0, 0.05, PerturbationNorm::Euclidean))));
+    assert!(!p.escaped(last((u, 0.05, PerturbationNorm::Euclidean))));
+    assert!(p.escaped(last((u, 0.05, PerturbationNorm::Matrix))));
+}
