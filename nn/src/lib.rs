@@ -14,10 +14,12 @@ pub use layers::{
     deepsets::DeepSets,
     dropout::Dropout,
     embedding::Embedding,
+    fno::{Fno, FnoBlock, FnoConfig},
     icnn::{Icnn, IcnnConfig},
     layer_norm::LayerNorm,
     linear::Linear,
     mlp::Mlp,
+    spectral_conv::{SpectralConv1d, SpectralConv2d, SpectralPath},
 };
 pub use module::{Activation, Module, Sequential};
 pub use param::{Param, ParamGrads, ParamStore, Scope};

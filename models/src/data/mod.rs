@@ -2,6 +2,7 @@
 //! the datasets shipped with the engine, and in-memory dataset utilities.
 
 pub mod builtin;
+pub mod burgers;
 pub mod cifar;
 pub mod csv;
 pub mod dataset;

@@ -397,14 +397,17 @@ pub fn from_bytes(bytes: &[u8], limits: &Limits) -> Result<Checkpoint> {
     Ok(ckpt)
 }
 
-/// Writes a checkpoint atomically: a temporary file next to `path`, synced, then
-/// renamed over it.
+/// Writes a checkpoint atomically (see [`write_atomic`]).
 pub fn save(path: impl AsRef<Path>, ckpt: &Checkpoint) -> Result<()> {
-    let path = path.as_ref();
-    let bytes = to_bytes(ckpt)?;
+    write_atomic(path.as_ref(), &to_bytes(ckpt)?)
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file next to it, synced, then
+/// renamed over it, so a crash leaves either the old file or the new one.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let name = path.file_name().ok_or_else(|| {
         Error::value(
-            "checkpoint",
+            "write_atomic",
             format!("'{}' is not a file path", path.display()),
         )
     })?;
@@ -416,7 +419,7 @@ pub fn save(path: impl AsRef<Path>, ckpt: &Checkpoint) -> Result<()> {
     let io = |e: std::io::Error| Error::io(tmp.display().to_string(), &e);
     let result = (|| {
         let mut f = std::fs::File::create(&tmp).map_err(io)?;
-        f.write_all(&bytes).map_err(io)?;
+        f.write_all(bytes).map_err(io)?;
         f.sync_all().map_err(io)?;
         std::fs::rename(&tmp, path).map_err(|e| Error::io(path.display().to_string(), &e))
     })();

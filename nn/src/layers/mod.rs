@@ -3,7 +3,9 @@
 pub mod deepsets;
 pub mod dropout;
 pub mod embedding;
+pub mod fno;
 pub mod icnn;
 pub mod layer_norm;
 pub mod linear;
 pub mod mlp;
+pub mod spectral_conv;
