@@ -127,6 +127,34 @@ impl Layout {
         }
     }
 
+    /// The same elements in the same logical order with adjacent axes merged where
+    /// memory allows (stride[i] = stride[i+1]·shape[i+1]) and unit axes dropped: a
+    /// permuted 3-D view can turn out to be a plain 2-D transpose.
+    pub fn coalesced(&self) -> Layout {
+        let mut shape: Vec<usize> = Vec::with_capacity(self.shape.len());
+        let mut strides: Vec<isize> = Vec::with_capacity(self.shape.len());
+        for (&d, &s) in self.shape.iter().zip(&self.strides) {
+            if d == 1 {
+                continue;
+            }
+            match (shape.last_mut(), strides.last_mut()) {
+                (Some(pd), Some(ps)) if *ps == s * d as isize => {
+                    *pd *= d;
+                    *ps = s;
+                }
+                _ => {
+                    shape.push(d);
+                    strides.push(s);
+                }
+            }
+        }
+        Layout {
+            shape,
+            strides,
+            offset: self.offset,
+        }
+    }
+
     /// The size of each axis.
     pub fn shape(&self) -> &[usize] {
         &self.shape

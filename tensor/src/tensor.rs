@@ -158,7 +158,7 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
         if n == 0 {
             return Vec::new();
         }
-        if let Some(out) = self.gather_transposed() {
+        if let Some(out) = self.gather_transposed(&self.layout.coalesced()) {
             return out;
         }
         let rows = Rows::new([&self.layout]);
@@ -181,14 +181,15 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
 
     /// Copies a view whose last two axes are transposed in memory (the row index
     /// has stride 1) in 32×32 tiles, so that both the reads and the writes stay in
-    /// cache; `None` for other layouts.
-    fn gather_transposed(&self) -> Option<Vec<T>> {
+    /// cache; `None` for other layouts. `layout` is this tensor's layout or an
+    /// equivalent (coalesced) one.
+    fn gather_transposed(&self, layout: &Layout) -> Option<Vec<T>> {
         const TILE: usize = 32;
-        let nd = self.ndim();
+        let nd = layout.shape().len();
         if nd < 2 {
             return None;
         }
-        let (shape, strides) = (self.shape(), self.strides());
+        let (shape, strides) = (layout.shape(), layout.strides());
         let (r, c, sc) = (shape[nd - 2], shape[nd - 1], strides[nd - 1]);
         if strides[nd - 2] != 1 || r < 2 || c < 2 {
             return None;
@@ -196,14 +197,19 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
         let outer = Layout::from_parts(
             shape[..nd - 2].to_vec(),
             strides[..nd - 2].to_vec(),
-            self.layout.offset(),
+            layout.offset(),
         );
         let mut bases = Vec::new();
         outer.for_each_position(|p| bases.push(p as isize));
         let src: &[T] = &self.data;
         let mut out = storage::scratch(self.numel(), src[self.layout.offset()]);
-        parallel::for_each_row_chunk(&mut out, c, |row0, chunk| {
-            let rows_here = chunk.len() / c;
+        // Chunks of whole tiles of rows (a chunk of fewer rows would re-read every
+        // source cache line once per row).
+        parallel::for_each_chunk_sized(&mut out, TILE * c, |start, chunk| {
+            let (row0, rows_here) = (start / c, chunk.len() / c);
+            // A tile is read column by column (contiguous in the source) into a small
+            // buffer, then written row by row (contiguous in the output).
+            let mut tile = [src[0]; TILE * TILE];
             let mut done = 0;
             while done < rows_here {
                 let g = row0 + done;
@@ -211,11 +217,16 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
                 let h = TILE.min(r - i0).min(rows_here - done);
                 let base = bases[b] + i0 as isize;
                 for j0 in (0..c).step_by(TILE) {
-                    for j in j0..(j0 + TILE).min(c) {
-                        let col = base + j as isize * sc;
-                        for i in 0..h {
-                            chunk[(done + i) * c + j] = src[(col + i as isize) as usize];
+                    let w = TILE.min(c - j0);
+                    for j in 0..w {
+                        let col = (base + (j0 + j) as isize * sc) as usize;
+                        for (i, &v) in src[col..col + h].iter().enumerate() {
+                            tile[i * TILE + j] = v;
                         }
+                    }
+                    for i in 0..h {
+                        let at = (done + i) * c + j0;
+                        chunk[at..at + w].copy_from_slice(&tile[i * TILE..i * TILE + w]);
                     }
                 }
                 done += h;

@@ -206,3 +206,20 @@ fn index_add_and_slice_assign_are_the_adjoints_of_their_selections() {
         .index_add(0, &[5], &Tensor::zeros(&[1, 3]).unwrap())
         .is_err());
 }
+
+proptest! {
+    #![proptest_config(config(24))]
+
+    /// Permuted views big enough for the tiled transposed copy (sizes that straddle
+    /// the 32-row tiles and the batch boundaries, and axes that coalesce) copy to the
+    /// elements in logical order.
+    #[test]
+    fn large_permuted_copies_keep_the_logical_order(
+        a in 1usize..5, b in 20usize..70, c in 20usize..70, perm in 0usize..6, seed in any::<u64>()
+    ) {
+        let perms: [[isize; 3]; 6] = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+        let t = Tensor::<f64>::rand_normal(&[a, b, c], 0.0, 1.0, &mut Rng::new(seed)).unwrap();
+        let v = t.permute(&perms[perm]).unwrap();
+        prop_assert_eq!(logical(&v.contiguous()), logical(&v));
+    }
+}

@@ -42,6 +42,7 @@ pub fn unary_cases() -> Vec<UnaryCase> {
         ("silu", |x| x.silu()),
         ("erf", |x| x.erf()),
         ("gelu", |x| x.gelu()),
+        ("gelu_grad", |x| x.gelu_grad()),
         ("clamp", |x| x.clamp(-1.0, 1.5)),
         ("add_scalar", |x| x.add_scalar(1.5)),
         ("mul_scalar", |x| x.mul_scalar(-2.0)),

@@ -5,12 +5,12 @@
 //! reference code), and a pointwise head projects to the output channels through a
 //! hidden layer of `projection` units.
 //!
-//! Inputs and outputs keep the channels last (`[batch, points, channels]` or `[batch,
-//! rows, cols, channels]`); the blocks work channels-first.
+//! Channels are last throughout (`[batch, points, channels]` or `[batch, rows, cols,
+//! channels]`), so no layer needs a transpose.
 
 use super::spectral_conv::{SpectralConv1d, SpectralConv2d, SpectralPath};
 use crate::module::{Activation, Module};
-use crate::param::{Param, Scope};
+use crate::param::Scope;
 use crate::Linear;
 use autograd::Var;
 use tensor::{error::fmt_shape, Element, Error, Result, Rng, Tensor};
@@ -59,13 +59,11 @@ enum Spectral<T: Element> {
 }
 
 /// One Fourier block: spectral convolution plus a pointwise linear map (a 1×1
-/// convolution), channels-first.
+/// convolution), without the activation.
 pub struct FnoBlock<T: Element> {
     spectral: Spectral<T>,
-    /// Pointwise weight `[C_out, C_in]`.
-    pub pointwise: Param<T>,
-    /// Pointwise bias `[C_out]`.
-    pub bias: Param<T>,
+    /// The pointwise path (PyTorch's 1×1-convolution initialisation).
+    pub pointwise: Linear<T>,
 }
 
 impl<T: Element> FnoBlock<T> {
@@ -93,39 +91,21 @@ impl<T: Element> FnoBlock<T> {
                 ))
             }
         };
-        // PyTorch's Conv1d(width, width, 1) initialisation.
-        let a = 1.0 / (width as f64).sqrt();
         Ok(FnoBlock {
             spectral,
-            pointwise: scope
-                .sub("pointwise")
-                .param("weight", Tensor::rand_uniform(&[width, width], -a, a, rng)?)?,
-            bias: scope
-                .sub("pointwise")
-                .param("bias", Tensor::rand_uniform(&[width], -a, a, rng)?)?,
+            pointwise: Linear::new(&scope.sub("pointwise"), width, width, true, rng)?,
         })
     }
 }
 
 impl<T: Element> Module<T> for FnoBlock<T> {
-    /// `[B, C, spatial...] → [B, C, spatial...]`, without the activation.
+    /// `[B, spatial..., C] → [B, spatial..., C]`.
     fn forward(&self, x: &Var<T>) -> Result<Var<T>> {
-        let shape = x.shape().to_vec();
         let spectral = match &self.spectral {
             Spectral::One(s) => s.forward(x)?,
             Spectral::Two(s) => s.forward(x)?,
         };
-        let (b, c) = (shape[0], shape[1]);
-        let n: usize = shape[2..].iter().product();
-        let cout = self.pointwise.shape()[0];
-        let local = self
-            .pointwise
-            .var()
-            .matmul(&x.reshape(&[b, c, n])?)?
-            .add(&self.bias.var().reshape(&[cout, 1])?)?;
-        let mut out_shape = shape;
-        out_shape[1] = cout;
-        spectral.add(&local.reshape(&out_shape)?)
+        spectral.add(&self.pointwise.forward(x)?)
     }
 }
 
@@ -230,24 +210,14 @@ impl<T: Element> Fno<T> {
     /// The head's hidden features `[batch, spatial..., projection]`: everything up to
     /// the last layer.
     pub fn features(&self, x: &Var<T>) -> Result<Var<T>> {
-        let dims = self.cfg.modes.len();
-        let lifted = self.lift.forward(&self.with_grid(x)?)?;
-        // Channels last → first, through the blocks, and back.
-        let (to_first, to_last): (&[isize], &[isize]) = if dims == 1 {
-            (&[0, 2, 1], &[0, 2, 1])
-        } else {
-            (&[0, 3, 1, 2], &[0, 2, 3, 1])
-        };
-        let mut h = lifted.permute(to_first)?;
+        let mut h = self.lift.forward(&self.with_grid(x)?)?;
         for (i, block) in self.blocks.iter().enumerate() {
             h = block.forward(&h)?;
             if i + 1 < self.blocks.len() {
                 h = self.cfg.activation.apply(&h)?;
             }
         }
-        self.cfg
-            .activation
-            .apply(&self.fc1.forward(&h.permute(to_last)?)?)
+        self.cfg.activation.apply(&self.fc1.forward(&h)?)
     }
 }
 

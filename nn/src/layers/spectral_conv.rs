@@ -4,8 +4,9 @@
 //! transform back. The layer is a convolution with a band-limited kernel, so it
 //! applies unchanged at any grid resolution.
 //!
-//! Channels come first: `[batch, channels, points]` in 1-D, `[batch, channels, rows,
-//! cols]` in 2-D. The complex weights are stored with the kept frequencies first and
+//! Channels come last, as for every pointwise layer: `[batch, points, channels]` in
+//! 1-D, `[batch, rows, cols, channels]` in 2-D, so that a Fourier block needs no
+//! transposes. The complex weights are stored with the kept frequencies first and
 //! the (real, imaginary) pair last: `[modes, C_in, C_out, 2]` in 1-D and
 //! `[2·modes_rows, modes_cols, C_in, C_out, 2]` in 2-D (the low rows, then the rows of
 //! negative frequency). Initialised like the reference code: both parts uniform on
@@ -47,8 +48,8 @@ impl SpectralPath {
     }
 }
 
-/// The truncated DFT matrices of one grid size: forward `[S, 2M]` (cos, then −sin) and
-/// inverse `[2M, S]` (the irfft of M bins with the rest zero).
+/// The truncated DFT matrices of one grid size: forward `[2M, S]` (rows cos, then −sin)
+/// and inverse `[S, 2M]` (the irfft of M bins with the rest zero).
 fn dft_bases<T: Element>(points: usize, modes: usize) -> Result<(Tensor<T>, Tensor<T>)> {
     let s = points as f64;
     let mut fwd = vec![0.0; points * 2 * modes];
@@ -58,16 +59,16 @@ fn dft_bases<T: Element>(points: usize, modes: usize) -> Result<(Tensor<T>, Tens
             // (j·k) mod S keeps the angle small, so the basis is accurate at any S.
             let angle = 2.0 * std::f64::consts::PI * ((j * k) % points) as f64 / s;
             let (sin, cos) = angle.sin_cos();
-            fwd[j * 2 * modes + k] = cos;
-            fwd[j * 2 * modes + modes + k] = -sin;
+            fwd[k * points + j] = cos;
+            fwd[(modes + k) * points + j] = -sin;
             let weight = if k == 0 || 2 * k == points { 1.0 } else { 2.0 } / s;
-            inv[k * points + j] = weight * cos;
-            inv[(modes + k) * points + j] = -weight * sin;
+            inv[j * 2 * modes + k] = weight * cos;
+            inv[j * 2 * modes + modes + k] = -weight * sin;
         }
     }
     Ok((
-        Tensor::from_vec(fwd, &[points, 2 * modes])?.cast(),
-        Tensor::from_vec(inv, &[2 * modes, points])?.cast(),
+        Tensor::from_vec(fwd, &[2 * modes, points])?.cast(),
+        Tensor::from_vec(inv, &[points, 2 * modes])?.cast(),
     ))
 }
 
@@ -106,7 +107,7 @@ fn check_sizes(op: &'static str, sizes: &[usize]) -> Result<()> {
 /// Truncated DFT matrices (forward, inverse) per grid size, built on first use.
 type BasisCache<T> = Mutex<Vec<(usize, Tensor<T>, Tensor<T>)>>;
 
-/// The 1-D spectral convolution `[B, C_in, S] → [B, C_out, S]`.
+/// The 1-D spectral convolution `[B, S, C_in] → [B, S, C_out]`.
 pub struct SpectralConv1d<T: Element> {
     /// Complex weights `[modes, C_in, C_out, 2]`.
     pub weight: Param<T>,
@@ -153,50 +154,50 @@ impl<T: Element> Module<T> for SpectralConv1d<T> {
     fn forward(&self, x: &Var<T>) -> Result<Var<T>> {
         let (modes, cin, cout) = self.sizes();
         let shape = x.shape().to_vec();
-        if shape.len() != 3 || shape[1] != cin || shape[2] / 2 + 1 < modes {
+        if shape.len() != 3 || shape[2] != cin || shape[1] / 2 + 1 < modes {
             return Err(Error::shape(
                 "SpectralConv1d",
                 format!(
-                    "input {} must be [batch, {cin}, points] with at least {} points for {modes} modes",
+                    "input {} must be [batch, points, {cin}] with at least {} points for {modes} modes",
                     fmt_shape(&shape),
                     2 * (modes - 1)
                 ),
             ));
         }
-        let (b, s) = (shape[0], shape[2]);
+        let (b, s) = (shape[0], shape[1]);
         let w = self.weight.var();
         match self.path.resolve(s, modes) {
             SpectralPath::Dft => {
                 let (fwd, inv) = self.bases(s)?;
-                let spec = x
-                    .reshape(&[b * cin, s])?
-                    .matmul(&Var::constant(fwd))?
-                    .reshape(&[b, cin, 2, modes])?
-                    .permute(&[3, 0, 2, 1])?
+                // [2M, S] · [B, S, C] → [B, 2M, C] → [M, B, 2C]
+                let spec = Var::constant(fwd)
+                    .matmul(x)?
+                    .reshape(&[b, 2, modes, cin])?
+                    .permute(&[2, 0, 1, 3])?
                     .reshape(&[modes, b, 2 * cin])?;
-                mix(&spec, &w)?
+                let out = mix(&spec, &w)?
                     .reshape(&[modes, b, 2, cout])?
-                    .permute(&[1, 3, 2, 0])?
-                    .reshape(&[b * cout, 2 * modes])?
-                    .matmul(&Var::constant(inv))?
-                    .reshape(&[b, cout, s])
+                    .permute(&[1, 2, 0, 3])?
+                    .reshape(&[b, 2 * modes, cout])?;
+                Var::constant(inv).matmul(&out)
             }
             _ => {
+                // [B, S, C] → [B, M, C, 2] → [M, B, 2, C]
                 let spec = x
-                    .rfft(-1, Norm::Backward)?
-                    .narrow(2, 0, modes)?
-                    .permute(&[2, 0, 3, 1])?
+                    .rfft(1, Norm::Backward)?
+                    .narrow(1, 0, modes)?
+                    .permute(&[1, 0, 3, 2])?
                     .reshape(&[modes, b, 2 * cin])?;
                 mix(&spec, &w)?
                     .reshape(&[modes, b, 2, cout])?
-                    .permute(&[1, 3, 0, 2])?
-                    .irfft(2, s, Norm::Backward)
+                    .permute(&[1, 0, 3, 2])?
+                    .irfft(1, s, Norm::Backward)
             }
         }
     }
 }
 
-/// The 2-D spectral convolution `[B, C_in, H, W] → [B, C_out, H, W]`, keeping
+/// The 2-D spectral convolution `[B, H, W, C_in] → [B, H, W, C_out]`, keeping
 /// frequencies |k_rows| < modes_rows (both signs) and 0 ≤ k_cols < modes_cols.
 pub struct SpectralConv2d<T: Element> {
     /// Complex weights `[2·modes_rows, modes_cols, C_in, C_out, 2]`.
@@ -229,34 +230,36 @@ impl<T: Element> Module<T> for SpectralConv2d<T> {
     fn forward(&self, x: &Var<T>) -> Result<Var<T>> {
         let (m1, m2, cin, cout) = self.sizes();
         let shape = x.shape().to_vec();
-        if shape.len() != 4 || shape[1] != cin || shape[2] < 2 * m1 || shape[3] / 2 + 1 < m2 {
+        if shape.len() != 4 || shape[3] != cin || shape[1] < 2 * m1 || shape[2] / 2 + 1 < m2 {
             return Err(Error::shape(
                 "SpectralConv2d",
                 format!(
-                    "input {} must be [batch, {cin}, rows ≥ {}, cols ≥ {}] for modes ({m1}, {m2})",
+                    "input {} must be [batch, rows ≥ {}, cols ≥ {}, {cin}] for modes ({m1}, {m2})",
                     fmt_shape(&shape),
                     2 * m1,
                     2 * (m2 - 1)
                 ),
             ));
         }
-        let (b, h, wd) = (shape[0], shape[2], shape[3]);
+        let (b, h, wd) = (shape[0], shape[1], shape[2]);
         let modes = 2 * m1 * m2;
-        let spec = x.rfft2((2, 3), Norm::Backward)?.narrow(3, 0, m2)?;
-        let kept = Var::cat(&[&spec.narrow(2, 0, m1)?, &spec.narrow(2, h - m1, m1)?], 2)?
-            .permute(&[2, 3, 0, 4, 1])?
+        // [B, H, W/2+1, C, 2], the kept rows and columns → [2m1·m2, B, 2C]
+        let spec = x.rfft2((1, 2), Norm::Backward)?.narrow(2, 0, m2)?;
+        let kept = Var::cat(&[&spec.narrow(1, 0, m1)?, &spec.narrow(1, h - m1, m1)?], 1)?
+            .permute(&[1, 2, 0, 4, 3])?
             .reshape(&[modes, b, 2 * cin])?;
         let w = self.weight.var().reshape(&[modes, cin, cout, 2])?;
+        // → [B, 2m1, m2, C_out, 2]
         let out = mix(&kept, &w)?
             .reshape(&[2 * m1, m2, b, 2, cout])?
-            .permute(&[2, 4, 0, 1, 3])?;
-        let (low, high) = (out.narrow(2, 0, m1)?, out.narrow(2, m1, m1)?);
+            .permute(&[2, 0, 1, 4, 3])?;
+        let (low, high) = (out.narrow(1, 0, m1)?, out.narrow(1, m1, m1)?);
         let full = if h > 2 * m1 {
-            let gap = Var::constant(Tensor::zeros(&[b, cout, h - 2 * m1, m2, 2])?);
-            Var::cat(&[&low, &gap, &high], 2)?
+            let gap = Var::constant(Tensor::zeros(&[b, h - 2 * m1, m2, cout, 2])?);
+            Var::cat(&[&low, &gap, &high], 1)?
         } else {
-            Var::cat(&[&low, &high], 2)?
+            Var::cat(&[&low, &high], 1)?
         };
-        full.irfft2((2, 3), (h, wd), Norm::Backward)
+        full.irfft2((1, 2), (h, wd), Norm::Backward)
     }
 }

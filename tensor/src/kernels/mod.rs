@@ -71,6 +71,10 @@ pub trait Kernels: Copy + Send + Sync + 'static {
     fn sigmoid_slice(x: &[Self], out: &mut [Self]);
     /// `out[i] = ln(1 + exp(x[i]))`, stable for large and very negative inputs.
     fn softplus_slice(x: &[Self], out: &mut [Self]);
+    /// `out[i] = x·Φ(x)` (GELU, exact erf form).
+    fn gelu_slice(x: &[Self], out: &mut [Self]);
+    /// `out[i] = Φ(x) + x·φ(x)`, the derivative of GELU.
+    fn gelu_grad_slice(x: &[Self], out: &mut [Self]);
 }
 
 fn check_gemm<T>(a: &MatRef<'_, T>, b: &MatRef<'_, T>, c: &[T], ldc: usize) {
@@ -167,6 +171,27 @@ impl Kernels for f32 {
     dispatch_f32!(tanh_slice, tanh, tanh);
     dispatch_f32!(sigmoid_slice, sigmoid, sigmoid);
     dispatch_f32!(softplus_slice, softplus, softplus);
+    fn gelu_slice(x: &[f32], out: &mut [f32]) {
+        assert_eq!(x.len(), out.len());
+        #[cfg(target_arch = "x86_64")]
+        if has_avx2_fma() {
+            // SAFETY: AVX2 and FMA are present (checked just above); the kernel stays
+            // within the equal-length slices.
+            unsafe { avx2::gelu(x, out) };
+            return;
+        }
+        portable::gelu(x, out, crate::special::erfc_fast);
+    }
+    fn gelu_grad_slice(x: &[f32], out: &mut [f32]) {
+        assert_eq!(x.len(), out.len());
+        #[cfg(target_arch = "x86_64")]
+        if has_avx2_fma() {
+            // SAFETY: as for `gelu_slice`.
+            unsafe { avx2::gelu_grad(x, out) };
+            return;
+        }
+        portable::gelu_grad(x, out, crate::special::erfc_fast);
+    }
 }
 
 impl Kernels for f64 {
@@ -182,6 +207,12 @@ impl Kernels for f64 {
     }
     fn softplus_slice(x: &[f64], out: &mut [f64]) {
         portable::softplus(x, out)
+    }
+    fn gelu_slice(x: &[f64], out: &mut [f64]) {
+        portable::gelu(x, out, crate::special::erfc)
+    }
+    fn gelu_grad_slice(x: &[f64], out: &mut [f64]) {
+        portable::gelu_grad(x, out, crate::special::erfc)
     }
 }
 

@@ -131,15 +131,11 @@ impl<T: Element> Tensor<T> {
     }
     /// GELU in its exact erf form: x · Φ(x) = ½ x erfc(−x/√2).
     pub fn gelu(&self) -> Tensor<T> {
-        let erfc = if T::DTYPE == DType::F64 {
-            special::erfc
-        } else {
-            special::erfc_fast
-        };
-        self.map(|x| {
-            let v = x.as_f64();
-            T::from_f64(0.5 * v * erfc(-v * std::f64::consts::FRAC_1_SQRT_2))
-        })
+        self.map_kernel(T::gelu_slice)
+    }
+    /// The derivative of GELU, Φ(x) + x·φ(x) (φ the standard normal density).
+    pub fn gelu_grad(&self) -> Tensor<T> {
+        self.map_kernel(T::gelu_grad_slice)
     }
     /// Clamps into [lo, hi] (NaN stays NaN).
     pub fn clamp(&self, lo: f64, hi: f64) -> Tensor<T> {
