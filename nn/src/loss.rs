@@ -1,5 +1,6 @@
-//! Losses: mean squared error, cross-entropy from logits (with label smoothing),
-//! negative log-likelihood, and the squared loss on one-hot targets.
+//! Losses: mean squared error, the relative L2 error of function-valued outputs,
+//! cross-entropy from logits (with label smoothing), negative log-likelihood, and the
+//! squared loss on one-hot targets.
 
 use autograd::Var;
 use tensor::{error::fmt_shape, Element, Error, Result, Tensor};
@@ -48,6 +49,40 @@ pub fn mse<T: Element>(pred: &Var<T>, target: &Var<T>) -> Result<Var<T>> {
         return Err(Error::shape("mse", "the batch is empty"));
     }
     pred.sub(target)?.square()?.mean_all()
+}
+
+/// mean over the batch (first axis) of ‖pred_b − target_b‖₂ / ‖target_b‖₂, the norms
+/// over every other axis: the neural-operator papers' relative L2 loss (their
+/// `LpLoss`, averaged rather than summed over the batch). A target with zero norm is
+/// an error, since its relative error is undefined.
+pub fn relative_l2<T: Element>(pred: &Var<T>, target: &Var<T>) -> Result<Var<T>> {
+    if pred.shape() != target.shape() || pred.ndim() < 2 || pred.shape()[0] == 0 {
+        return Err(Error::shape(
+            "relative_l2",
+            format!(
+                "needs equal shapes [batch, ...] with a non-empty batch, got {} and {}",
+                fmt_shape(pred.shape()),
+                fmt_shape(target.shape())
+            ),
+        ));
+    }
+    let b = pred.shape()[0];
+    let per = pred.numel() / b;
+    let norms =
+        |v: &Var<T>| -> Result<Var<T>> { v.reshape(&[b, per])?.square()?.sum(&[1], false)?.sqrt() };
+    let target_norm = norms(target)?;
+    if target_norm
+        .value()
+        .to_vec()
+        .iter()
+        .any(|n| n.as_f64() == 0.0)
+    {
+        return Err(Error::value(
+            "relative_l2",
+            "a target function is identically zero",
+        ));
+    }
+    norms(&pred.sub(target)?)?.div(&target_norm)?.mean_all()
 }
 
 /// −mean_i log_probs[i, labels[i]].

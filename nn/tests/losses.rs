@@ -132,3 +132,26 @@ fn bad_labels_and_batches_are_named() {
     .unwrap();
     assert_eq!(loss::accuracy(&scores, &[0, 1, 0, 0]).unwrap(), 0.75);
 }
+
+#[test]
+fn relative_l2_by_hand_gradients_and_errors() {
+    // Two functions of three points: ‖(1, 0, 0)‖/‖(1, 2, 2)‖ = 1/3, ‖(0, 3, 4)‖/‖(0, 0, 2)‖ = 5/2.
+    let target = Tensor::<f64>::from_vec(vec![1.0, 2.0, 2.0, 0.0, 0.0, 2.0], &[2, 3, 1]).unwrap();
+    let pred = Tensor::<f64>::from_vec(vec![2.0, 2.0, 2.0, 0.0, 3.0, 6.0], &[2, 3, 1]).unwrap();
+    let l = loss::relative_l2(&Var::constant(pred.clone()), &Var::constant(target.clone()))
+        .unwrap()
+        .item()
+        .unwrap();
+    assert!((l - (1.0 / 3.0 + 2.5) / 2.0).abs() < 1e-15, "{l}");
+    let r = autograd::gradcheck(
+        |v| loss::relative_l2(&v[0], &v[1]),
+        &[pred, target],
+        &autograd::GradcheckOptions::default(),
+    );
+    assert!(r.is_ok(), "{r:?}");
+    let zero = Var::constant(Tensor::<f64>::zeros(&[2, 3]).unwrap());
+    assert!(loss::relative_l2(&zero, &zero).is_err());
+    let a = Var::constant(Tensor::<f64>::ones(&[2, 3]).unwrap());
+    let b = Var::constant(Tensor::<f64>::ones(&[3, 2]).unwrap());
+    assert!(loss::relative_l2(&a, &b).is_err());
+}

@@ -3,6 +3,7 @@
 pub mod closed_form;
 pub mod diabetes;
 pub mod digits;
+pub mod fno_burgers;
 pub mod lift;
 pub mod llqr_sam;
 
@@ -54,6 +55,13 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: closed_form::classification::OPTIONS,
             run: closed_form::classification::run,
+        },
+        Experiment {
+            name: "fno-burgers",
+            about: "Fourier neural operator on Burgers (generated in Rust): Adam on the relative L2 loss, Adam and SGD on the squared loss, per-batch ridge and proximal closed-form heads, across batch sizes",
+            in_demo: true,
+            options: fno_burgers::OPTIONS,
+            run: fno_burgers::run,
         },
         Experiment {
             name: "lift-ebm-1d",
