@@ -28,5 +28,6 @@ mod view;
 pub use element::{DType, Element};
 pub use error::{Error, Result};
 pub use layout::Layout;
+pub use ops::conv::Conv2dSpec;
 pub use rng::Rng;
 pub use tensor::Tensor;

@@ -1,6 +1,7 @@
 //! Operations on tensors, one family a file.
 
 pub mod binary;
+pub mod conv;
 pub mod index;
 pub mod matmul;
 pub mod reduce;

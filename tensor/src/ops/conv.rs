@@ -1,0 +1,569 @@
+//! 2-D convolution (stride, padding, dilation, groups) and its two adjoints, by
+//! im2col lowering and GEMM, and the window arg-max of max pooling.
+//!
+//! Layout: NCHW throughout — input `[N, C_in, H, W]`, weight `[C_out, C_in/groups, kh,
+//! kw]`, output `[N, C_out, H_out, W_out]` — as in PyTorch, so checkpoints and shapes
+//! carry over.
+//!
+//! Lowering: the output positions of whole images are processed in *chunks* of
+//! consecutive images whose patch matrix (K = C_in/groups·kh·kw rows, one column per
+//! output position) fits in [`COL_BUDGET`] elements; an image too large for that is
+//! split into tiles of positions. Deep layers with few positions per image get many
+//! images per chunk, so every GEMM has a wide inner or outer dimension. Chunks depend
+//! only on the shapes, never on the thread count, and each output element is produced
+//! by one GEMM (or, for the weight gradient, by a sum over chunks in chunk order), so
+//! results are bitwise identical for any number of threads. A 1×1 convolution with
+//! unit stride and no padding reads the input in place.
+
+use crate::element::Element;
+use crate::error::{fmt_shape, Error, Result};
+use crate::kernels::MatRef;
+use crate::parallel;
+use crate::tensor::Tensor;
+
+/// Largest patch matrix (in elements) one chunk lowers at a time.
+pub const COL_BUDGET: usize = 1 << 20;
+
+/// Chunks of weight-gradient partial sums computed at once (bounds their memory).
+const WAVE: usize = 8;
+
+/// The geometry of a 2-D convolution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Conv2dSpec {
+    /// Step between windows (rows, columns).
+    pub stride: (usize, usize),
+    /// Zeros added on each side (rows, columns).
+    pub padding: (usize, usize),
+    /// Spacing between kernel taps (rows, columns).
+    pub dilation: (usize, usize),
+    /// Channel groups: input and output channels are split into this many independent
+    /// convolutions.
+    pub groups: usize,
+}
+
+impl Default for Conv2dSpec {
+    fn default() -> Self {
+        Conv2dSpec {
+            stride: (1, 1),
+            padding: (0, 0),
+            dilation: (1, 1),
+            groups: 1,
+        }
+    }
+}
+
+impl Conv2dSpec {
+    /// Stride `s`, padding `p` on both axes.
+    pub fn new(stride: usize, padding: usize) -> Self {
+        Conv2dSpec {
+            stride: (stride, stride),
+            padding: (padding, padding),
+            ..Conv2dSpec::default()
+        }
+    }
+}
+
+/// Every size of one convolution, checked.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Geometry {
+    pub n: usize,
+    pub cin: usize,
+    pub h: usize,
+    pub w: usize,
+    pub cout: usize,
+    pub kh: usize,
+    pub kw: usize,
+    pub ho: usize,
+    pub wo: usize,
+    pub spec: Conv2dSpec,
+}
+
+impl Geometry {
+    /// Checks an input shape, a weight shape and a spec against each other.
+    pub fn new(
+        op: &'static str,
+        input: &[usize],
+        weight: &[usize],
+        spec: Conv2dSpec,
+    ) -> Result<Self> {
+        if input.len() != 4 || weight.len() != 4 {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "needs an input [N, C, H, W] and a weight [C_out, C_in/groups, kh, kw], got {} and {}",
+                    fmt_shape(input),
+                    fmt_shape(weight)
+                ),
+            ));
+        }
+        let g = spec.groups;
+        let (s, d) = (spec.stride, spec.dilation);
+        if g == 0 || s.0 == 0 || s.1 == 0 || d.0 == 0 || d.1 == 0 {
+            return Err(Error::value(
+                op,
+                format!("groups, stride and dilation must be positive, got {spec:?}"),
+            ));
+        }
+        let (n, cin, h, w) = (input[0], input[1], input[2], input[3]);
+        let (cout, cin_g, kh, kw) = (weight[0], weight[1], weight[2], weight[3]);
+        if cin % g != 0 || cout % g != 0 || cin_g * g != cin {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "input {} and weight {} do not fit {g} groups (C_in and C_out must divide, and the weight must have C_in/groups = {} input channels)",
+                    fmt_shape(input),
+                    fmt_shape(weight),
+                    cin / g.max(1)
+                ),
+            ));
+        }
+        let span = |k: usize, dil: usize| (k.max(1) - 1) * dil + 1;
+        let (eh, ew) = (h + 2 * spec.padding.0, w + 2 * spec.padding.1);
+        if kh == 0 || kw == 0 || span(kh, d.0) > eh || span(kw, d.1) > ew {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "a {kh}×{kw} kernel (dilation {d:?}) does not fit the {h}×{w} input padded by {:?}",
+                    spec.padding
+                ),
+            ));
+        }
+        Ok(Geometry {
+            n,
+            cin,
+            h,
+            w,
+            cout,
+            kh,
+            kw,
+            ho: (eh - span(kh, d.0)) / s.0 + 1,
+            wo: (ew - span(kw, d.1)) / s.1 + 1,
+            spec,
+        })
+    }
+
+    fn groups(&self) -> usize {
+        self.spec.groups
+    }
+    fn cin_g(&self) -> usize {
+        self.cin / self.groups()
+    }
+    fn cout_g(&self) -> usize {
+        self.cout / self.groups()
+    }
+    /// Rows of the patch matrix.
+    fn k(&self) -> usize {
+        self.cin_g() * self.kh * self.kw
+    }
+    /// Output positions per image.
+    fn p(&self) -> usize {
+        self.ho * self.wo
+    }
+    fn in_image(&self) -> usize {
+        self.cin * self.h * self.w
+    }
+    fn out_image(&self) -> usize {
+        self.cout * self.p()
+    }
+    /// The output shape.
+    pub fn out_shape(&self) -> [usize; 4] {
+        [self.n, self.cout, self.ho, self.wo]
+    }
+    /// Whether the input itself is the patch matrix (1×1, unit stride, no padding).
+    fn pointwise(&self) -> bool {
+        self.kh == 1 && self.kw == 1 && self.spec.stride == (1, 1) && self.spec.padding == (0, 0)
+    }
+    /// Images per chunk, and position tiles per image when one image is too large.
+    fn chunking(&self) -> (usize, usize) {
+        let cols = (COL_BUDGET / self.k().max(1)).max(1);
+        let p = self.p().max(1);
+        if cols >= p {
+            ((cols / p).min(self.n.max(1)), p)
+        } else {
+            (1, cols)
+        }
+    }
+}
+
+/// Writes the patch matrix of group `g` for output positions `q0..q1` of the images
+/// `x` (a slice of whole images starting at image 0 of the chunk), where position q of
+/// the chunk is image q / P, position q % P. `col` is `[K, q1 − q0]`.
+fn im2col<T: Element>(geo: &Geometry, x: &[T], g: usize, q0: usize, q1: usize, col: &mut [T]) {
+    let (p, cols) = (geo.p(), q1 - q0);
+    let (sh, sw) = geo.spec.stride;
+    let (ph, pw) = geo.spec.padding;
+    let (dh, dw) = geo.spec.dilation;
+    for (r, dst) in col.chunks_mut(cols).enumerate() {
+        let (c, ij) = (r / (geo.kh * geo.kw), r % (geo.kh * geo.kw));
+        let (i, j) = (ij / geo.kw, ij % geo.kw);
+        let mut q = q0;
+        let mut t = 0;
+        while q < q1 {
+            let (img, pos) = (q / p, q % p);
+            let (oy, ox0) = (pos / geo.wo, pos % geo.wo);
+            let ox1 = geo.wo.min(ox0 + (q1 - q));
+            let iy = (oy * sh + i * dh) as isize - ph as isize;
+            if iy < 0 || iy >= geo.h as isize {
+                dst[t..t + ox1 - ox0].fill(T::zero());
+            } else {
+                let base =
+                    img * geo.in_image() + ((g * geo.cin_g() + c) * geo.h + iy as usize) * geo.w;
+                for (k, ox) in (ox0..ox1).enumerate() {
+                    let ix = (ox * sw + j * dw) as isize - pw as isize;
+                    dst[t + k] = if ix < 0 || ix >= geo.w as isize {
+                        T::zero()
+                    } else {
+                        x[base + ix as usize]
+                    };
+                }
+            }
+            t += ox1 - ox0;
+            q += ox1 - ox0;
+        }
+    }
+}
+
+/// The adjoint of [`im2col`]: adds the patch matrix `col` back into the images `dx`.
+fn col2im<T: Element>(geo: &Geometry, col: &[T], g: usize, q0: usize, q1: usize, dx: &mut [T]) {
+    let (p, cols) = (geo.p(), q1 - q0);
+    let (sh, sw) = geo.spec.stride;
+    let (ph, pw) = geo.spec.padding;
+    let (dh, dw) = geo.spec.dilation;
+    for (r, src) in col.chunks(cols).enumerate() {
+        let (c, ij) = (r / (geo.kh * geo.kw), r % (geo.kh * geo.kw));
+        let (i, j) = (ij / geo.kw, ij % geo.kw);
+        for (t, q) in (q0..q1).enumerate() {
+            let (img, pos) = (q / p, q % p);
+            let (oy, ox) = (pos / geo.wo, pos % geo.wo);
+            let iy = (oy * sh + i * dh) as isize - ph as isize;
+            let ix = (ox * sw + j * dw) as isize - pw as isize;
+            if iy >= 0 && iy < geo.h as isize && ix >= 0 && ix < geo.w as isize {
+                let at = img * geo.in_image()
+                    + ((g * geo.cin_g() + c) * geo.h + iy as usize) * geo.w
+                    + ix as usize;
+                dx[at] = dx[at] + src[t];
+            }
+        }
+    }
+}
+
+fn mat<T>(data: &[T], offset: usize, rows: usize, cols: usize, row_stride: usize) -> MatRef<'_, T> {
+    MatRef {
+        data,
+        offset,
+        rows,
+        cols,
+        row_stride: row_stride as isize,
+        col_stride: 1,
+    }
+}
+
+/// Rows `co0..co0+rows` of the chunk's output-shaped data `y` (images of `[C_out, P]`)
+/// at positions `q0..q1`, gathered into `[rows, q1 − q0]`.
+fn gather_positions<T: Element>(
+    geo: &Geometry,
+    y: &[T],
+    co0: usize,
+    rows: usize,
+    q0: usize,
+    q1: usize,
+) -> Vec<T> {
+    let (p, cols) = (geo.p(), q1 - q0);
+    let mut out = vec![T::zero(); rows * cols];
+    for (o, dst) in out.chunks_mut(cols).enumerate() {
+        let mut q = q0;
+        while q < q1 {
+            let (img, pos) = (q / p, q % p);
+            let len = (p - pos).min(q1 - q);
+            let at = img * geo.out_image() + (co0 + o) * p + pos;
+            dst[q - q0..q - q0 + len].copy_from_slice(&y[at..at + len]);
+            q += len;
+        }
+    }
+    out
+}
+
+/// The chunks: (first image, images) pairs covering the batch.
+fn chunks(geo: &Geometry) -> Vec<(usize, usize)> {
+    let (per, _) = geo.chunking();
+    (0..geo.n)
+        .step_by(per)
+        .map(|i| (i, per.min(geo.n - i)))
+        .collect()
+}
+
+/// The position tiles `(q0, q1)` of a chunk of `imgs` images.
+fn tiles(geo: &Geometry, imgs: usize) -> Vec<(usize, usize)> {
+    let (_, tile) = geo.chunking();
+    let total = imgs * geo.p();
+    (0..total)
+        .step_by(tile.max(1))
+        .map(|q| (q, (q + tile).min(total)))
+        .collect()
+}
+
+impl<T: Element> Tensor<T> {
+    /// The 2-D convolution (cross-correlation, as in every framework) of `self`
+    /// `[N, C_in, H, W]` with `weight` `[C_out, C_in/groups, kh, kw]`, no bias.
+    pub fn conv2d(&self, weight: &Tensor<T>, spec: Conv2dSpec) -> Result<Tensor<T>> {
+        let geo = Geometry::new("conv2d", self.shape(), weight.shape(), spec)?;
+        let x = self.contiguous();
+        let wt = weight.contiguous();
+        let (xs, ws) = (
+            x.as_slice().expect("contiguous"),
+            wt.as_slice().expect("contiguous"),
+        );
+        let (per, _) = geo.chunking();
+        let mut out = vec![T::zero(); geo.n * geo.out_image()];
+        let (k, p, cog) = (geo.k(), geo.p(), geo.cout_g());
+        let work = geo.n * geo.out_image() * k;
+        parallel::for_each_chunk_if(
+            &mut out,
+            per * geo.out_image(),
+            work >= 1 << 22,
+            |start, region| {
+                let img0 = start / geo.out_image();
+                let imgs = region.len() / geo.out_image();
+                let xin = &xs[img0 * geo.in_image()..(img0 + imgs) * geo.in_image()];
+                for g in 0..geo.groups() {
+                    let wg = mat(ws, g * cog * k, cog, k, k);
+                    for (q0, q1) in tiles(&geo, imgs) {
+                        let cols = q1 - q0;
+                        if imgs == 1 {
+                            let dst = &mut region[g * cog * p + q0..];
+                            if geo.pointwise() {
+                                T::gemm(wg, mat(xin, g * k * p + q0, k, cols, p), dst, p);
+                            } else {
+                                let mut col = vec![T::zero(); k * cols];
+                                im2col(&geo, xin, g, q0, q1, &mut col);
+                                T::gemm(wg, mat(&col, 0, k, cols, cols), dst, p);
+                            }
+                            continue;
+                        }
+                        let mut col = vec![T::zero(); k * cols];
+                        im2col(&geo, xin, g, q0, q1, &mut col);
+                        let mut tmp = vec![T::zero(); cog * cols];
+                        T::gemm(wg, mat(&col, 0, k, cols, cols), &mut tmp, cols);
+                        for (o, row) in tmp.chunks(cols).enumerate() {
+                            for (t, &v) in row.iter().enumerate() {
+                                let q = q0 + t;
+                                region[(q / p) * geo.out_image() + (g * cog + o) * p + q % p] = v;
+                            }
+                        }
+                    }
+                }
+            },
+        );
+        Ok(Tensor::from_contiguous(out, &geo.out_shape()))
+    }
+
+    /// The gradient of [`Tensor::conv2d`] with respect to its input: `self` is the
+    /// output gradient `[N, C_out, H_out, W_out]`, `input_shape` the input's shape.
+    pub fn conv2d_input_grad(
+        &self,
+        weight: &Tensor<T>,
+        input_shape: &[usize],
+        spec: Conv2dSpec,
+    ) -> Result<Tensor<T>> {
+        let geo = Geometry::new("conv2d_input_grad", input_shape, weight.shape(), spec)?;
+        check_out("conv2d_input_grad", &geo, self.shape())?;
+        let gy = self.contiguous();
+        let wt = weight.contiguous();
+        let (gs, ws) = (
+            gy.as_slice().expect("contiguous"),
+            wt.as_slice().expect("contiguous"),
+        );
+        let (per, _) = geo.chunking();
+        let (k, p, cog) = (geo.k(), geo.p(), geo.cout_g());
+        let mut dx = vec![T::zero(); geo.n * geo.in_image()];
+        let work = geo.n * geo.out_image() * k;
+        parallel::for_each_chunk_if(
+            &mut dx,
+            per * geo.in_image(),
+            work >= 1 << 22,
+            |start, region| {
+                let img0 = start / geo.in_image();
+                let imgs = region.len() / geo.in_image();
+                let gin = &gs[img0 * geo.out_image()..(img0 + imgs) * geo.out_image()];
+                for g in 0..geo.groups() {
+                    // Wᵀ_g: [K, C_out/g] as a transposed view of the weight rows.
+                    let wt_g = MatRef {
+                        data: ws,
+                        offset: g * cog * k,
+                        rows: k,
+                        cols: cog,
+                        row_stride: 1,
+                        col_stride: k as isize,
+                    };
+                    for (q0, q1) in tiles(&geo, imgs) {
+                        let cols = q1 - q0;
+                        let gathered;
+                        let gout = if imgs == 1 {
+                            mat(gin, g * cog * p + q0, cog, cols, p)
+                        } else {
+                            gathered = gather_positions(&geo, gin, g * cog, cog, q0, q1);
+                            mat(&gathered, 0, cog, cols, cols)
+                        };
+                        if imgs == 1 && geo.pointwise() {
+                            T::gemm(wt_g, gout, &mut region[g * k * p + q0..], p);
+                            continue;
+                        }
+                        let mut col = vec![T::zero(); k * cols];
+                        T::gemm(wt_g, gout, &mut col, cols);
+                        col2im(&geo, &col, g, q0, q1, region);
+                    }
+                }
+            },
+        );
+        Ok(Tensor::from_contiguous(dx, input_shape))
+    }
+
+    /// The gradient of [`Tensor::conv2d`] with respect to its weight: `self` is the
+    /// output gradient, `input` the convolution's input, `weight_shape` the weight's.
+    pub fn conv2d_weight_grad(
+        &self,
+        input: &Tensor<T>,
+        weight_shape: &[usize],
+        spec: Conv2dSpec,
+    ) -> Result<Tensor<T>> {
+        let geo = Geometry::new("conv2d_weight_grad", input.shape(), weight_shape, spec)?;
+        check_out("conv2d_weight_grad", &geo, self.shape())?;
+        let gy = self.contiguous();
+        let x = input.contiguous();
+        let (gs, xs) = (
+            gy.as_slice().expect("contiguous"),
+            x.as_slice().expect("contiguous"),
+        );
+        let (k, cog) = (geo.k(), geo.cout_g());
+        let all = chunks(&geo);
+        let mut dw = vec![T::zero(); geo.cout * k];
+        let work = geo.n * geo.out_image() * k;
+        // Partial sums per chunk, a wave at a time, added in chunk order.
+        for wave in all.chunks(WAVE) {
+            let partials = parallel::map_collect(wave.len(), work, |c| {
+                let (img0, imgs) = wave[c];
+                let xin = &xs[img0 * geo.in_image()..(img0 + imgs) * geo.in_image()];
+                let gin = &gs[img0 * geo.out_image()..(img0 + imgs) * geo.out_image()];
+                let mut part = vec![T::zero(); geo.cout * k];
+                for g in 0..geo.groups() {
+                    for (q0, q1) in tiles(&geo, imgs) {
+                        let cols = q1 - q0;
+                        let gathered = gather_positions(&geo, gin, g * cog, cog, q0, q1);
+                        let mut col = vec![T::zero(); k * cols];
+                        im2col(&geo, xin, g, q0, q1, &mut col);
+                        // colᵀ: [cols, K] as a transposed view.
+                        let col_t = MatRef {
+                            data: &col[..],
+                            offset: 0,
+                            rows: cols,
+                            cols: k,
+                            row_stride: 1,
+                            col_stride: cols as isize,
+                        };
+                        T::gemm_update(
+                            T::one(),
+                            mat(&gathered, 0, cog, cols, cols),
+                            col_t,
+                            T::one(),
+                            &mut part[g * cog * k..],
+                            k,
+                        );
+                    }
+                }
+                part
+            });
+            for part in partials {
+                for (d, v) in dw.iter_mut().zip(part) {
+                    *d = *d + v;
+                }
+            }
+        }
+        Ok(Tensor::from_contiguous(dw, weight_shape))
+    }
+
+    /// Max pooling's window arg-max: for `self` `[N, C, H, W]`, windows of `kernel`
+    /// moved by `stride` over the input padded by `padding` (padding never wins), the
+    /// flat index (into the contiguous input) of each window's maximum, first on ties,
+    /// and the output shape. NaN propagates: a window holding one picks it.
+    pub fn max_pool2d_indices(
+        &self,
+        kernel: (usize, usize),
+        stride: (usize, usize),
+        padding: (usize, usize),
+    ) -> Result<(Vec<usize>, [usize; 4])> {
+        let spec = Conv2dSpec {
+            stride,
+            padding,
+            ..Conv2dSpec::default()
+        };
+        if self.ndim() != 4 {
+            return Err(Error::shape(
+                "max_pool2d",
+                format!("needs [N, C, H, W], got {}", fmt_shape(self.shape())),
+            ));
+        }
+        let s = self.shape();
+        let geo = Geometry::new("max_pool2d", s, &[s[1], s[1], kernel.0, kernel.1], spec)?;
+        if padding.0 * 2 > kernel.0 || padding.1 * 2 > kernel.1 {
+            return Err(Error::value(
+                "max_pool2d",
+                format!("padding {padding:?} must be at most half the kernel {kernel:?}"),
+            ));
+        }
+        let x = self.contiguous();
+        let xs = x.as_slice().expect("contiguous");
+        let (h, w, ho, wo) = (geo.h, geo.w, geo.ho, geo.wo);
+        let planes = geo.n * geo.cin;
+        let mut idx = vec![0usize; planes * ho * wo];
+        parallel::for_each_chunk_if(
+            &mut idx,
+            ho * wo,
+            planes * h * w >= 1 << 18,
+            |start, out| {
+                let plane = start / (ho * wo);
+                let base = plane * h * w;
+                for (t, o) in out.iter_mut().enumerate() {
+                    let (oy, ox) = (t / wo, t % wo);
+                    let mut best: Option<(usize, T)> = None;
+                    for i in 0..kernel.0 {
+                        let iy = (oy * stride.0 + i) as isize - padding.0 as isize;
+                        if iy < 0 || iy >= h as isize {
+                            continue;
+                        }
+                        for j in 0..kernel.1 {
+                            let ix = (ox * stride.1 + j) as isize - padding.1 as isize;
+                            if ix < 0 || ix >= w as isize {
+                                continue;
+                            }
+                            let at = base + iy as usize * w + ix as usize;
+                            let v = xs[at];
+                            let better = match best {
+                                None => true,
+                                Some((_, b)) => !b.is_nan() && (v > b || v.is_nan()),
+                            };
+                            if better {
+                                best = Some((at, v));
+                            }
+                        }
+                    }
+                    *o = best.map_or(base, |(at, _)| at);
+                }
+            },
+        );
+        Ok((idx, [geo.n, geo.cin, ho, wo]))
+    }
+}
+
+fn check_out(op: &'static str, geo: &Geometry, got: &[usize]) -> Result<()> {
+    if got != geo.out_shape() {
+        return Err(Error::shape(
+            op,
+            format!(
+                "the output gradient is {}, the convolution gives {}",
+                fmt_shape(got),
+                fmt_shape(&geo.out_shape())
+            ),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,221 @@
+//! conv2d against a naive loop over proptest-generated geometries (stride, padding,
+//! dilation, groups) in f64; its two adjoints through the adjoint identities
+//! ⟨conv(x, w), g⟩ = ⟨x, convᵀ(g, w)⟩ = ⟨w, convᵂ(g, x)⟩; large inputs that take the
+//! tiled and multi-image lowering paths; the max-pool arg-max; errors.
+
+mod common;
+
+use common::config;
+use proptest::prelude::*;
+use tensor::{Conv2dSpec, Rng, Tensor};
+
+fn rand(shape: &[usize], seed: u64) -> Tensor<f64> {
+    Tensor::rand_normal(shape, 0.0, 1.0, &mut Rng::new(seed)).unwrap()
+}
+
+/// y[n, o, oy, ox] = Σ_{c, i, j} x[n, g·C_in/g + c, oy·s − p + i·d, ox·s − p + j·d] ·
+/// w[o, c, i, j], by loops, in f64.
+fn naive(x: &Tensor<f64>, w: &Tensor<f64>, spec: Conv2dSpec) -> (Vec<f64>, [usize; 4]) {
+    let (xs, ws) = (x.shape(), w.shape());
+    let (n, cin, h, wd) = (xs[0], xs[1], xs[2], xs[3]);
+    let (cout, cing, kh, kw) = (ws[0], ws[1], ws[2], ws[3]);
+    let (sh, sw) = spec.stride;
+    let (ph, pw) = spec.padding;
+    let (dh, dw) = spec.dilation;
+    let ho = (h + 2 * ph - (kh - 1) * dh - 1) / sh + 1;
+    let wo = (wd + 2 * pw - (kw - 1) * dw - 1) / sw + 1;
+    let coutg = cout / spec.groups;
+    let (xv, wv) = (x.to_vec(), w.to_vec());
+    let mut out = vec![0.0; n * cout * ho * wo];
+    for b in 0..n {
+        for o in 0..cout {
+            let g = o / coutg;
+            for oy in 0..ho {
+                for ox in 0..wo {
+                    let mut acc = 0.0;
+                    for c in 0..cing {
+                        for i in 0..kh {
+                            for j in 0..kw {
+                                let iy = (oy * sh + i * dh) as isize - ph as isize;
+                                let ix = (ox * sw + j * dw) as isize - pw as isize;
+                                if iy < 0 || ix < 0 || iy >= h as isize || ix >= wd as isize {
+                                    continue;
+                                }
+                                let ci = g * cing + c;
+                                acc += xv[((b * cin + ci) * h + iy as usize) * wd + ix as usize]
+                                    * wv[((o * cing + c) * kh + i) * kw + j];
+                            }
+                        }
+                    }
+                    out[((b * cout + o) * ho + oy) * wo + ox] = acc;
+                }
+            }
+        }
+    }
+    (out, [n, cout, ho, wo])
+}
+
+fn dot(a: &Tensor<f64>, b: &Tensor<f64>) -> f64 {
+    a.to_vec().iter().zip(b.to_vec()).map(|(x, y)| x * y).sum()
+}
+
+fn check(x: &Tensor<f64>, w: &Tensor<f64>, spec: Conv2dSpec, seed: u64) -> Result<(), String> {
+    let y = x.conv2d(w, spec).map_err(|e| e.to_string())?;
+    let (want, shape) = naive(x, w, spec);
+    if y.shape() != shape {
+        return Err(format!("shape {:?} vs {shape:?}", y.shape()));
+    }
+    let scale = want.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+    for (a, b) in y.to_vec().iter().zip(&want) {
+        if (a - b).abs() > 1e-12 * scale {
+            return Err(format!("forward {a} vs {b} ({spec:?})"));
+        }
+    }
+    let g = rand(&shape, seed);
+    let gx = g
+        .conv2d_input_grad(w, x.shape(), spec)
+        .map_err(|e| e.to_string())?;
+    let gw = g
+        .conv2d_weight_grad(x, w.shape(), spec)
+        .map_err(|e| e.to_string())?;
+    let (lhs, rx, rw) = (dot(&y, &g), dot(x, &gx), dot(w, &gw));
+    let tol = 1e-10 * (1.0 + lhs.abs());
+    if (lhs - rx).abs() > tol || (lhs - rw).abs() > tol {
+        return Err(format!(
+            "adjoints: ⟨y, g⟩ {lhs}, ⟨x, convᵀ⟩ {rx}, ⟨w, convᵂ⟩ {rw} ({spec:?})"
+        ));
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(config(64))]
+
+    #[test]
+    fn conv2d_and_its_adjoints_match_the_naive_loop(
+        n in 1usize..3, groups in 1usize..4, cin_g in 1usize..3, cout_g in 1usize..3,
+        h in 1usize..9, w in 1usize..9, kh in 1usize..4, kw in 1usize..4,
+        sh in 1usize..3, sw in 1usize..3, ph in 0usize..3, pw in 0usize..3,
+        dh in 1usize..3, dw in 1usize..3, seed in any::<u64>(),
+    ) {
+        let spec = Conv2dSpec { stride: (sh, sw), padding: (ph, pw), dilation: (dh, dw), groups };
+        // Only geometries where the dilated kernel fits the padded input.
+        prop_assume!((kh - 1) * dh < h + 2 * ph && (kw - 1) * dw < w + 2 * pw);
+        let x = rand(&[n, groups * cin_g, h, w], seed);
+        let wt = rand(&[groups * cout_g, cin_g, kh, kw], seed ^ 1);
+        check(&x, &wt, spec, seed ^ 2).map_err(TestCaseError::fail)?;
+    }
+}
+
+#[test]
+fn large_inputs_take_the_tiled_and_multi_image_paths() {
+    // 16 channels, 3×3: K = 144 rows; an 92×92 image has 8464 positions, so its patch
+    // matrix (1.2 M elements) is split into tiles.
+    check(
+        &rand(&[1, 16, 92, 92], 1),
+        &rand(&[4, 16, 3, 3], 2),
+        Conv2dSpec::new(1, 1),
+        3,
+    )
+    .unwrap();
+    // Strided and grouped, two images of the tiled size.
+    let spec = Conv2dSpec {
+        groups: 2,
+        ..Conv2dSpec::new(2, 1)
+    };
+    check(
+        &rand(&[2, 16, 181, 181], 4),
+        &rand(&[4, 8, 3, 3], 5),
+        spec,
+        6,
+    )
+    .unwrap();
+    // A 1×1 convolution on one image reads the input in place; on several it gathers.
+    check(
+        &rand(&[1, 6, 10, 10], 7),
+        &rand(&[5, 6, 1, 1], 8),
+        Conv2dSpec::default(),
+        9,
+    )
+    .unwrap();
+    check(
+        &rand(&[3, 6, 10, 10], 7),
+        &rand(&[5, 6, 1, 1], 8),
+        Conv2dSpec::default(),
+        9,
+    )
+    .unwrap();
+}
+
+#[test]
+fn max_pool_indices_pick_the_first_maximum_and_never_the_padding() {
+    // One 3×4 plane; 2×2 windows, stride 2, padding 1: windows at the border see one,
+    // two or four real elements.
+    let x = Tensor::<f64>::from_vec(
+        vec![
+            1.0, 5.0, 5.0, 0.0, -1.0, -2.0, 7.0, 3.0, 4.0, 4.0, -9.0, 8.0,
+        ],
+        &[1, 1, 3, 4],
+    )
+    .unwrap();
+    let (idx, shape) = x.max_pool2d_indices((2, 2), (2, 2), (1, 1)).unwrap();
+    assert_eq!(shape, [1, 1, 2, 3]);
+    // Windows (rows −1..0, 1..2) × (cols −1..0, 1..2, 3..4).
+    assert_eq!(idx, vec![0, 1, 3, 8, 6, 11]);
+    let all_negative = Tensor::<f64>::full(&[1, 1, 2, 2], -3.0).unwrap();
+    let (idx, _) = all_negative
+        .max_pool2d_indices((2, 2), (2, 2), (1, 1))
+        .unwrap();
+    assert_eq!(idx, vec![0, 1, 2, 3], "padding (zero) must not beat −3");
+    assert!(
+        x.max_pool2d_indices((2, 2), (2, 2), (2, 2)).is_err(),
+        "padding over half the kernel"
+    );
+}
+
+#[test]
+fn bad_geometries_are_refused_with_their_shapes() {
+    let x = rand(&[1, 4, 5, 5], 1);
+    let cases = [
+        (rand(&[2, 3, 3, 3], 2), Conv2dSpec::default(), "channels"),
+        (
+            rand(&[3, 2, 3, 3], 2),
+            Conv2dSpec {
+                groups: 2,
+                ..Conv2dSpec::default()
+            },
+            "C_out not divisible",
+        ),
+        (
+            rand(&[2, 4, 7, 7], 2),
+            Conv2dSpec::default(),
+            "kernel larger than the input",
+        ),
+        (
+            rand(&[2, 4, 3, 3], 2),
+            Conv2dSpec {
+                stride: (0, 1),
+                ..Conv2dSpec::default()
+            },
+            "zero stride",
+        ),
+        (rand(&[2, 4, 3], 2), Conv2dSpec::default(), "3-D weight"),
+    ];
+    for (w, spec, what) in cases {
+        let e = x.conv2d(&w, spec);
+        assert!(e.is_err(), "{what} accepted");
+    }
+    let msg = x
+        .conv2d(&rand(&[2, 3, 3, 3], 2), Conv2dSpec::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("[1, 4, 5, 5]") && msg.contains("[2, 3, 3, 3]"),
+        "{msg}"
+    );
+    // An output gradient of the wrong shape.
+    let w = rand(&[2, 4, 3, 3], 3);
+    assert!(rand(&[1, 2, 4, 4], 4)
+        .conv2d_input_grad(&w, &[1, 4, 5, 5], Conv2dSpec::default())
+        .is_err());
+}
