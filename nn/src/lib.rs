@@ -2,15 +2,18 @@
 //! parameters in a store, initialisers, layers, losses and safetensors checkpoints.
 #![forbid(unsafe_code)]
 
+pub mod augment;
 pub mod check;
 pub mod checkpoint;
 pub mod init;
 pub mod layers;
 pub mod loss;
 pub mod module;
+pub mod nets;
 pub mod param;
 
 pub use layers::{
+    conv::Conv2d,
     deepsets::DeepSets,
     dropout::Dropout,
     embedding::Embedding,
@@ -19,6 +22,8 @@ pub use layers::{
     layer_norm::LayerNorm,
     linear::Linear,
     mlp::Mlp,
+    norm::{BatchNorm, GroupNorm},
+    pool::{AdaptiveAvgPool2d, AvgPool2d, Flatten, MaxPool2d},
     spectral_conv::{SpectralConv1d, SpectralConv2d, SpectralPath},
 };
 pub use module::{Activation, Module, Sequential};

@@ -96,7 +96,10 @@ fn sampling_is_reproducible_from_the_seed() {
 fn convolutions_are_thread_count_invariant() {
     let mut rng = Rng::new(9);
     // Many images per chunk (8×8 maps), and one image in tiles (96×96, K = 144).
-    for (x_shape, w_shape) in [([16, 32, 8, 8], [32, 32, 3, 3]), ([2, 16, 96, 96], [8, 16, 3, 3])] {
+    for (x_shape, w_shape) in [
+        ([16, 32, 8, 8], [32, 32, 3, 3]),
+        ([2, 16, 96, 96], [8, 16, 3, 3]),
+    ] {
         let x = Tensor::<f32>::rand_normal(&x_shape, 0.0, 1.0, &mut rng).unwrap();
         let w = Tensor::<f32>::rand_normal(&w_shape, 0.0, 1.0, &mut rng).unwrap();
         let spec = tensor::Conv2dSpec::new(1, 1);

@@ -1,5 +1,6 @@
 //! Layers.
 
+pub mod conv;
 pub mod deepsets;
 pub mod dropout;
 pub mod embedding;
@@ -8,4 +9,6 @@ pub mod icnn;
 pub mod layer_norm;
 pub mod linear;
 pub mod mlp;
+pub mod norm;
+pub mod pool;
 pub mod spectral_conv;
