@@ -18,14 +18,14 @@
 use crate::element::Element;
 use crate::error::{fmt_shape, Error, Result};
 use crate::kernels::MatRef;
+use crate::ops::matmul::gemm_parallel;
 use crate::parallel;
 use crate::tensor::Tensor;
 
-/// Largest patch matrix (in elements) one chunk lowers at a time.
-pub const COL_BUDGET: usize = 1 << 20;
-
-/// Chunks of weight-gradient partial sums computed at once (bounds their memory).
-const WAVE: usize = 8;
+/// Largest patch matrix (in elements) one chunk lowers at a time: 16 MiB in f32, so
+/// the deepest ResNet layers (K = 4608 rows, 16 positions per image) lower a batch of
+/// 32 in one chunk and multiply it in one GEMM.
+pub const COL_BUDGET: usize = 1 << 22;
 
 /// The geometry of a 2-D convolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,15 +173,49 @@ impl Geometry {
     fn pointwise(&self) -> bool {
         self.kh == 1 && self.kw == 1 && self.spec.stride == (1, 1) && self.spec.padding == (0, 0)
     }
-    /// Images per chunk, and position tiles per image when one image is too large.
+    /// Images per chunk, and the positions per tile: all of a chunk's positions when
+    /// whole images fit the budget, else a slice of one image.
     fn chunking(&self) -> (usize, usize) {
         let cols = (COL_BUDGET / self.k().max(1)).max(1);
         let p = self.p().max(1);
         if cols >= p {
-            ((cols / p).min(self.n.max(1)), p)
+            let imgs = (cols / p).min(self.n.max(1));
+            (imgs, imgs * p)
         } else {
             (1, cols)
         }
+    }
+}
+
+/// The valid output columns of one kernel tap along a row: the `ox` in `0..wo` whose
+/// input column `ox·s + j·d − p` lies in `0..w`, as a range.
+fn valid_columns(wo: usize, w: usize, s: usize, jd: usize, p: usize) -> (usize, usize) {
+    // ox·s + jd ≥ p  ⇔  ox ≥ ⌈(p − jd)/s⌉;  ox·s + jd − p < w  ⇔  ox < ⌈(w + p − jd)/s⌉
+    let lo = if jd >= p { 0 } else { (p - jd).div_ceil(s) };
+    let hi = if w + p <= jd {
+        0
+    } else {
+        (w + p - jd).div_ceil(s)
+    };
+    (lo.min(wo), hi.min(wo).max(lo.min(wo)))
+}
+
+/// Calls `f(t, img, oy, ox0, ox1)` for the runs of the chunk's positions `q0..q1` that
+/// share an image and an output row (`t` is the run's first column in the tile).
+fn row_runs(
+    geo: &Geometry,
+    q0: usize,
+    q1: usize,
+    mut f: impl FnMut(usize, usize, usize, usize, usize),
+) {
+    let p = geo.p();
+    let mut q = q0;
+    while q < q1 {
+        let (img, pos) = (q / p, q % p);
+        let (oy, ox0) = (pos / geo.wo, pos % geo.wo);
+        let ox1 = geo.wo.min(ox0 + (q1 - q));
+        f(q - q0, img, oy, ox0, ox1);
+        q += ox1 - ox0;
     }
 }
 
@@ -189,61 +223,66 @@ impl Geometry {
 /// `x` (a slice of whole images starting at image 0 of the chunk), where position q of
 /// the chunk is image q / P, position q % P. `col` is `[K, q1 − q0]`.
 fn im2col<T: Element>(geo: &Geometry, x: &[T], g: usize, q0: usize, q1: usize, col: &mut [T]) {
-    let (p, cols) = (geo.p(), q1 - q0);
+    let cols = q1 - q0;
     let (sh, sw) = geo.spec.stride;
     let (ph, pw) = geo.spec.padding;
     let (dh, dw) = geo.spec.dilation;
     for (r, dst) in col.chunks_mut(cols).enumerate() {
         let (c, ij) = (r / (geo.kh * geo.kw), r % (geo.kh * geo.kw));
         let (i, j) = (ij / geo.kw, ij % geo.kw);
-        let mut q = q0;
-        let mut t = 0;
-        while q < q1 {
-            let (img, pos) = (q / p, q % p);
-            let (oy, ox0) = (pos / geo.wo, pos % geo.wo);
-            let ox1 = geo.wo.min(ox0 + (q1 - q));
+        let (lo, hi) = valid_columns(geo.wo, geo.w, sw, j * dw, pw);
+        row_runs(geo, q0, q1, |t, img, oy, ox0, ox1| {
+            let out = &mut dst[t..t + ox1 - ox0];
             let iy = (oy * sh + i * dh) as isize - ph as isize;
-            if iy < 0 || iy >= geo.h as isize {
-                dst[t..t + ox1 - ox0].fill(T::zero());
+            let (a, b) = (lo.clamp(ox0, ox1), hi.clamp(ox0, ox1));
+            if iy < 0 || iy >= geo.h as isize || a >= b {
+                out.fill(T::zero());
+                return;
+            }
+            let base = img * geo.in_image() + ((g * geo.cin_g() + c) * geo.h + iy as usize) * geo.w;
+            out[..a - ox0].fill(T::zero());
+            out[b - ox0..].fill(T::zero());
+            let first = base + a * sw + j * dw - pw;
+            if sw == 1 {
+                out[a - ox0..b - ox0].copy_from_slice(&x[first..first + (b - a)]);
             } else {
-                let base =
-                    img * geo.in_image() + ((g * geo.cin_g() + c) * geo.h + iy as usize) * geo.w;
-                for (k, ox) in (ox0..ox1).enumerate() {
-                    let ix = (ox * sw + j * dw) as isize - pw as isize;
-                    dst[t + k] = if ix < 0 || ix >= geo.w as isize {
-                        T::zero()
-                    } else {
-                        x[base + ix as usize]
-                    };
+                for (k, o) in out[a - ox0..b - ox0].iter_mut().enumerate() {
+                    *o = x[first + k * sw];
                 }
             }
-            t += ox1 - ox0;
-            q += ox1 - ox0;
-        }
+        });
     }
 }
 
 /// The adjoint of [`im2col`]: adds the patch matrix `col` back into the images `dx`.
 fn col2im<T: Element>(geo: &Geometry, col: &[T], g: usize, q0: usize, q1: usize, dx: &mut [T]) {
-    let (p, cols) = (geo.p(), q1 - q0);
+    let cols = q1 - q0;
     let (sh, sw) = geo.spec.stride;
     let (ph, pw) = geo.spec.padding;
     let (dh, dw) = geo.spec.dilation;
     for (r, src) in col.chunks(cols).enumerate() {
         let (c, ij) = (r / (geo.kh * geo.kw), r % (geo.kh * geo.kw));
         let (i, j) = (ij / geo.kw, ij % geo.kw);
-        for (t, q) in (q0..q1).enumerate() {
-            let (img, pos) = (q / p, q % p);
-            let (oy, ox) = (pos / geo.wo, pos % geo.wo);
+        let (lo, hi) = valid_columns(geo.wo, geo.w, sw, j * dw, pw);
+        row_runs(geo, q0, q1, |t, img, oy, ox0, ox1| {
             let iy = (oy * sh + i * dh) as isize - ph as isize;
-            let ix = (ox * sw + j * dw) as isize - pw as isize;
-            if iy >= 0 && iy < geo.h as isize && ix >= 0 && ix < geo.w as isize {
-                let at = img * geo.in_image()
-                    + ((g * geo.cin_g() + c) * geo.h + iy as usize) * geo.w
-                    + ix as usize;
-                dx[at] = dx[at] + src[t];
+            let (a, b) = (lo.clamp(ox0, ox1), hi.clamp(ox0, ox1));
+            if iy < 0 || iy >= geo.h as isize || a >= b {
+                return;
             }
-        }
+            let base = img * geo.in_image() + ((g * geo.cin_g() + c) * geo.h + iy as usize) * geo.w;
+            let first = base + a * sw + j * dw - pw;
+            let from = &src[t + a - ox0..t + b - ox0];
+            if sw == 1 {
+                for (d, &v) in dx[first..first + (b - a)].iter_mut().zip(from) {
+                    *d = *d + v;
+                }
+            } else {
+                for (k, &v) in from.iter().enumerate() {
+                    dx[first + k * sw] = dx[first + k * sw] + v;
+                }
+            }
+        });
     }
 }
 
@@ -329,25 +368,30 @@ impl<T: Element> Tensor<T> {
                     let wg = mat(ws, g * cog * k, cog, k, k);
                     for (q0, q1) in tiles(&geo, imgs) {
                         let cols = q1 - q0;
-                        if imgs == 1 {
-                            let dst = &mut region[g * cog * p + q0..];
+                        if imgs == 1 && cols == p {
+                            // The whole image: the GEMM writes its output rows in place.
+                            let dst = &mut region[g * cog * p..(g + 1) * cog * p];
                             if geo.pointwise() {
-                                T::gemm(wg, mat(xin, g * k * p + q0, k, cols, p), dst, p);
+                                gemm_parallel(wg, mat(xin, g * k * p, k, p, p), dst);
                             } else {
-                                let mut col = vec![T::zero(); k * cols];
-                                im2col(&geo, xin, g, q0, q1, &mut col);
-                                T::gemm(wg, mat(&col, 0, k, cols, cols), dst, p);
+                                let mut col = vec![T::zero(); k * p];
+                                im2col(&geo, xin, g, 0, p, &mut col);
+                                gemm_parallel(wg, mat(&col, 0, k, p, p), dst);
                             }
                             continue;
                         }
                         let mut col = vec![T::zero(); k * cols];
                         im2col(&geo, xin, g, q0, q1, &mut col);
                         let mut tmp = vec![T::zero(); cog * cols];
-                        T::gemm(wg, mat(&col, 0, k, cols, cols), &mut tmp, cols);
+                        gemm_parallel(wg, mat(&col, 0, k, cols, cols), &mut tmp);
                         for (o, row) in tmp.chunks(cols).enumerate() {
-                            for (t, &v) in row.iter().enumerate() {
-                                let q = q0 + t;
-                                region[(q / p) * geo.out_image() + (g * cog + o) * p + q % p] = v;
+                            let mut q = q0;
+                            while q < q1 {
+                                let (img, pos) = (q / p, q % p);
+                                let len = (p - pos).min(q1 - q);
+                                let at = img * geo.out_image() + (g * cog + o) * p + pos;
+                                region[at..at + len].copy_from_slice(&row[q - q0..q - q0 + len]);
+                                q += len;
                             }
                         }
                     }
@@ -404,12 +448,12 @@ impl<T: Element> Tensor<T> {
                             gathered = gather_positions(&geo, gin, g * cog, cog, q0, q1);
                             mat(&gathered, 0, cog, cols, cols)
                         };
-                        if imgs == 1 && geo.pointwise() {
-                            T::gemm(wt_g, gout, &mut region[g * k * p + q0..], p);
+                        if imgs == 1 && cols == p && geo.pointwise() {
+                            gemm_parallel(wt_g, gout, &mut region[g * k * p..(g + 1) * k * p]);
                             continue;
                         }
                         let mut col = vec![T::zero(); k * cols];
-                        T::gemm(wt_g, gout, &mut col, cols);
+                        gemm_parallel(wt_g, gout, &mut col);
                         col2im(&geo, &col, g, q0, q1, region);
                     }
                 }
@@ -435,46 +479,40 @@ impl<T: Element> Tensor<T> {
             x.as_slice().expect("contiguous"),
         );
         let (k, cog) = (geo.k(), geo.cout_g());
-        let all = chunks(&geo);
         let mut dw = vec![T::zero(); geo.cout * k];
-        let work = geo.n * geo.out_image() * k;
-        // Partial sums per chunk, a wave at a time, added in chunk order.
-        for wave in all.chunks(WAVE) {
-            let partials = parallel::map_collect(wave.len(), work, |c| {
-                let (img0, imgs) = wave[c];
-                let xin = &xs[img0 * geo.in_image()..(img0 + imgs) * geo.in_image()];
-                let gin = &gs[img0 * geo.out_image()..(img0 + imgs) * geo.out_image()];
-                let mut part = vec![T::zero(); geo.cout * k];
-                for g in 0..geo.groups() {
-                    for (q0, q1) in tiles(&geo, imgs) {
-                        let cols = q1 - q0;
-                        let gathered = gather_positions(&geo, gin, g * cog, cog, q0, q1);
-                        let mut col = vec![T::zero(); k * cols];
-                        im2col(&geo, xin, g, q0, q1, &mut col);
-                        // colᵀ: [cols, K] as a transposed view.
-                        let col_t = MatRef {
-                            data: &col[..],
-                            offset: 0,
-                            rows: cols,
-                            cols: k,
-                            row_stride: 1,
-                            col_stride: cols as isize,
-                        };
-                        T::gemm_update(
-                            T::one(),
-                            mat(&gathered, 0, cog, cols, cols),
-                            col_t,
-                            T::one(),
-                            &mut part[g * cog * k..],
-                            k,
-                        );
+        // Chunk by chunk, in order: each chunk's product is one (parallel) GEMM whose
+        // inner dimension runs over the chunk's positions; the first is written in
+        // place, later ones are added.
+        let mut first = vec![true; geo.groups()];
+        for (img0, imgs) in chunks(&geo) {
+            let xin = &xs[img0 * geo.in_image()..(img0 + imgs) * geo.in_image()];
+            let gin = &gs[img0 * geo.out_image()..(img0 + imgs) * geo.out_image()];
+            for g in 0..geo.groups() {
+                for (q0, q1) in tiles(&geo, imgs) {
+                    let cols = q1 - q0;
+                    let gathered = gather_positions(&geo, gin, g * cog, cog, q0, q1);
+                    let mut col = vec![T::zero(); k * cols];
+                    im2col(&geo, xin, g, q0, q1, &mut col);
+                    // colᵀ: [cols, K] as a transposed view.
+                    let col_t = MatRef {
+                        data: &col[..],
+                        offset: 0,
+                        rows: cols,
+                        cols: k,
+                        row_stride: 1,
+                        col_stride: cols as isize,
+                    };
+                    let a = mat(&gathered, 0, cog, cols, cols);
+                    let dst = &mut dw[g * cog * k..(g + 1) * cog * k];
+                    if std::mem::take(&mut first[g]) {
+                        gemm_parallel(a, col_t, dst);
+                    } else {
+                        let mut prod = vec![T::zero(); cog * k];
+                        gemm_parallel(a, col_t, &mut prod);
+                        for (d, v) in dst.iter_mut().zip(prod) {
+                            *d = *d + v;
+                        }
                     }
-                }
-                part
-            });
-            for part in partials {
-                for (d, v) in dw.iter_mut().zip(part) {
-                    *d = *d + v;
                 }
             }
         }
