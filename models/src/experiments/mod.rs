@@ -1,5 +1,6 @@
 //! The experiments, and the registry the command line dispatches through.
 
+pub mod cifar;
 pub mod closed_form;
 pub mod diabetes;
 pub mod digits;
@@ -55,6 +56,13 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: closed_form::classification::OPTIONS,
             run: closed_form::classification::run,
+        },
+        Experiment {
+            name: "cifar",
+            about: "ResNet-18/34, VGG16-BN or WRN on CIFAR-10/100 (--data DIR) or the digits upscaled to 32×32×3: SGD, Adam, SAM, LLQR+SAM and a closed-form head",
+            in_demo: true,
+            options: cifar::OPTIONS,
+            run: cifar::run,
         },
         Experiment {
             name: "fno-burgers",

@@ -1,0 +1,510 @@
+//! `cifar`: a CIFAR image classifier (ResNet-18/34, VGG16-BN or a wide ResNet) trained
+//! with SGD, Adam, SAM, LLQR+SAM and a closed-form proximal head, on CIFAR-10/100
+//! binary files (`--data DIR`) or on the built-in substitute, the UCI digits upscaled
+//! to 32×32×3: real images with real label noise, small enough that `--quick` trains
+//! every optimiser in minutes on two cores (CIFAR itself cannot ship with the binary,
+//! and a procedural task would measure only what its generator put in).
+
+pub mod data;
+pub mod network;
+
+use crate::cli::RunConfig;
+use crate::experiments::llqr_sam::{Hyper, Method, Stepper};
+use crate::report::{mean_std, progress::Progress, Metrics, RunDir, Table};
+use crate::train::batch_x;
+use autograd::{no_grad, Var};
+use data::{one_hot, Images};
+use network::Network;
+use nn::augment::Augment;
+use nn::checkpoint::{AnyTensor, NamedTensors};
+use nn::nets::Classifier;
+use nn::{loss, Param, ParamStore};
+use optim::closed_form::{ClosedFormHead, ClosedFormTrainer, HeadRule, Order, SolveForm};
+use optim::llqr::{Geometry, PerturbationNorm};
+use optim::{Adam, AdamConfig, Schedule, Sgd, SgdConfig};
+use std::time::Instant;
+use tensor::{Error, Result, Rng, Tensor};
+
+/// Options of this experiment.
+pub const OPTIONS: &[(&str, &str)] = &[
+    ("model", "resnet18, resnet34, vgg16 or wrn-D-K such as wrn-16-4 (resnet18)"),
+    (
+        "width",
+        "base width of the ResNets; VGG channels scale by width/64 (quick 8, full 16; 64 is the published network)",
+    ),
+    (
+        "optimisers",
+        "comma-separated among sgd, adam, sam, llqr-sam, closed-form (all)",
+    ),
+    ("epochs", "passes over the training set (quick 4, full 30)"),
+    ("batch", "mini-batch size (64)"),
+    ("lr", "SGD learning rate, momentum 0.9, cosine to 0 (0.05)"),
+    ("adam-lr", "Adam learning rate, cosine to 0 (1e-3)"),
+    ("weight-decay", "L2 weight decay of every optimiser (5e-4)"),
+    ("rho", "SAM and LLQR+SAM radius ρ (0.05)"),
+    (
+        "lambda",
+        "closed-form head: proximal strength λ against the mean batch loss (1)",
+    ),
+    (
+        "refresh",
+        "LLQR: steps between refreshes of U (quick 50, full 200)",
+    ),
+    (
+        "augment",
+        "comma-separated among crop, flip, cutout, or none (crop,flip,cutout on CIFAR; crop on the digits, whose labels flips do not preserve)",
+    ),
+    (
+        "train-limit",
+        "train on the first N training images, 0 for all (quick 5000, full 0)",
+    ),
+];
+
+/// An optimiser of the comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Optimiser {
+    /// SGD with momentum on the cross-entropy.
+    Sgd,
+    /// Adam on the cross-entropy.
+    Adam,
+    /// SAM around SGD.
+    Sam,
+    /// LLQR+SAM (NGD geometry, diagonal U, Euclidean perturbation norm).
+    LlqrSam,
+    /// SGD on the backbone under a closed-form proximal head (squared loss on one-hot
+    /// targets).
+    ClosedForm,
+}
+
+impl Optimiser {
+    /// Parses a command-line name.
+    pub fn parse(name: &str) -> Result<Optimiser> {
+        Ok(match name {
+            "sgd" => Optimiser::Sgd,
+            "adam" => Optimiser::Adam,
+            "sam" => Optimiser::Sam,
+            "llqr-sam" => Optimiser::LlqrSam,
+            "closed-form" => Optimiser::ClosedForm,
+            _ => return Err(Error::value(
+                "cifar",
+                format!(
+                    "unknown optimiser '{name}': expected sgd, adam, sam, llqr-sam or closed-form"
+                ),
+            )),
+        })
+    }
+
+    /// Its command-line name (also the metrics series and checkpoint prefix).
+    pub fn tag(self) -> &'static str {
+        match self {
+            Optimiser::Sgd => "sgd",
+            Optimiser::Adam => "adam",
+            Optimiser::Sam => "sam",
+            Optimiser::LlqrSam => "llqr-sam",
+            Optimiser::ClosedForm => "closed-form",
+        }
+    }
+
+    /// Its name in tables.
+    pub fn name(self, s: &Settings) -> String {
+        match self {
+            Optimiser::Sgd => "SGD (cross-entropy)".into(),
+            Optimiser::Adam => "Adam (cross-entropy)".into(),
+            Optimiser::Sam => format!("SAM, ρ = {}", s.hyper.rho),
+            Optimiser::LlqrSam => format!(
+                "LLQR+SAM (NGD, ‖Ug‖₂), ρ = {}, T_U = {}",
+                s.hyper.rho, s.hyper.refresh_every
+            ),
+            Optimiser::ClosedForm => {
+                format!("SGD + closed-form head (squared loss, λ = {})", s.lambda)
+            }
+        }
+    }
+}
+
+/// Everything an arm needs besides its optimiser and seed.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The network.
+    pub network: Network,
+    /// Passes over the training set.
+    pub epochs: usize,
+    /// Mini-batch size.
+    pub batch: usize,
+    /// SGD, SAM and LLQR settings (the SGD rate is `hyper.lr`).
+    pub hyper: Hyper,
+    /// Adam's learning rate.
+    pub adam_lr: f64,
+    /// The closed-form head's proximal strength.
+    pub lambda: f64,
+    /// Training-time augmentation.
+    pub augment: Augment,
+    /// No progress lines.
+    pub quiet: bool,
+}
+
+/// What one arm produced on one seed.
+pub struct ArmResult {
+    /// Test accuracy (%) after the last epoch.
+    pub accuracy: f64,
+    /// Mean training loss of the last epoch (cross-entropy, or squared loss for the
+    /// closed-form head).
+    pub train_loss: f64,
+    /// Training seconds per epoch (evaluation excluded).
+    pub seconds_per_epoch: f64,
+    /// The trained parameters (the closed-form head as `net.head.closed_form`).
+    pub tensors: NamedTensors,
+}
+
+/// How an arm updates the network.
+enum Training {
+    /// A first-order, SAM or LLQR step on the cross-entropy.
+    Step(Stepper),
+    /// A backbone step under a closed-form head.
+    Closed(ClosedFormTrainer<f32>),
+}
+
+/// The state of the network's buffers (BatchNorm running statistics), so that the
+/// extra forward passes of an LLQR refresh leave them as they were.
+fn buffers(store: &ParamStore<f32>) -> Vec<(Param<f32>, Tensor<f32>)> {
+    store
+        .all()
+        .into_iter()
+        .filter(|p| !p.trainable())
+        .map(|p| {
+            let v = p.value();
+            (p, v)
+        })
+        .collect()
+}
+
+/// Builds the arm's training state over the network in `store`.
+fn training(
+    opt: Optimiser,
+    net: &dyn Classifier<f32>,
+    store: &ParamStore<f32>,
+    s: &Settings,
+) -> Result<Training> {
+    let h = &s.hyper;
+    let method = |m| Stepper::new(m, store.trainable(), h).map(Training::Step);
+    match opt {
+        Optimiser::Sgd => method(Method::Sgd),
+        Optimiser::Sam => method(Method::Sam),
+        Optimiser::LlqrSam => method(Method::LlqrSam(
+            Geometry::Fisher,
+            PerturbationNorm::Euclidean,
+        )),
+        Optimiser::Adam => Ok(Training::Step(Stepper::Plain(Box::new(Adam::new(
+            store.trainable(),
+            AdamConfig::adam(s.adam_lr).weight_decay(h.weight_decay),
+        )?)))),
+        Optimiser::ClosedForm => {
+            let backbone: Vec<Param<f32>> = store
+                .trainable()
+                .into_iter()
+                .filter(|p| !p.name().starts_with("net.head."))
+                .collect();
+            let head = net.head();
+            Ok(Training::Closed(ClosedFormTrainer {
+                head: ClosedFormHead::new(
+                    head.inputs(),
+                    head.outputs(),
+                    true,
+                    HeadRule::Proximal { lambda: s.lambda },
+                    SolveForm::Auto,
+                )?,
+                optimizer: Box::new(Sgd::new(
+                    backbone,
+                    SgdConfig::new(h.lr)
+                        .momentum(h.momentum)
+                        .weight_decay(h.weight_decay),
+                )?),
+                order: Order::BackboneFirst,
+            }))
+        }
+    }
+}
+
+/// Test accuracy (%) in evaluation mode, in chunks, without recording.
+fn accuracy(
+    net: &dyn Classifier<f32>,
+    head: Option<&ClosedFormHead<f32>>,
+    images: &Images,
+) -> Result<f64> {
+    let (labels, _) = images.test.labels()?;
+    let n = images.test.len();
+    let mut correct = 0.0;
+    for start in (0..n).step_by(250) {
+        let idx: Vec<usize> = (start..(start + 250).min(n)).collect();
+        let x = Var::constant(batch_x(&images.test, &idx)?);
+        let logits = no_grad(|| match head {
+            Some(h) => h.predict(&net.features(&x)?),
+            None => net.forward(&x),
+        })?;
+        let picked: Vec<usize> = idx.iter().map(|&i| labels[i]).collect();
+        correct += loss::accuracy(logits.value(), &picked)? * idx.len() as f64;
+    }
+    Ok(100.0 * correct / n as f64)
+}
+
+/// Trains one arm with one seed on `images`.
+pub fn train_arm(
+    opt: Optimiser,
+    images: &Images,
+    s: &Settings,
+    seed: u64,
+    metrics: &mut Metrics,
+) -> Result<ArmResult> {
+    let (labels, classes) = images.train.labels()?;
+    if images.train.is_empty() || images.test.is_empty() {
+        return Err(Error::value("cifar", "needs training and test images"));
+    }
+    let store = ParamStore::<f32>::new();
+    let mut rng = Rng::new(seed);
+    let net = s
+        .network
+        .build(&store.root().sub("net"), classes, &mut rng)?;
+    let mut training = training(opt, net.as_ref(), &store, s)?;
+    let base_lr = if opt == Optimiser::Adam {
+        s.adam_lr
+    } else {
+        s.hyper.lr
+    };
+    let per_epoch = images.train.len().div_ceil(s.batch);
+    let total = per_epoch * s.epochs;
+    let schedule = Schedule::Cosine {
+        total,
+        min_factor: 0.0,
+    };
+    let series = format!("{}/seed{seed}", opt.tag());
+    let mut progress = Progress::new(&series, total, s.quiet);
+    let (mut order, mut augment_rng, mut precond_rng) = (
+        Rng::new(seed + 1000),
+        Rng::new(seed + 2000),
+        Rng::new(seed + 3000),
+    );
+    let (mut step, mut busy, mut last_loss, mut acc) = (0, 0.0, f64::NAN, f64::NAN);
+    for epoch in 1..=s.epochs {
+        let mut sum = 0.0;
+        let batches = images.train.batches(s.batch, Some(&mut order))?;
+        for idx in &batches {
+            let start = Instant::now();
+            let x = Var::constant(
+                s.augment
+                    .apply(&batch_x(&images.train, idx)?, &mut augment_rng)?,
+            );
+            let y: Vec<usize> = idx.iter().map(|&i| labels[i]).collect();
+            let lr = base_lr * schedule.factor(step);
+            let value = match &mut training {
+                Training::Step(stepper) => {
+                    stepper.set_lr(lr)?;
+                    if let (true, Stepper::Llqr(l)) = (stepper.refresh_due(), &mut *stepper) {
+                        let pick: Vec<usize> = (0..s.hyper.precond_batch)
+                            .map(|_| precond_rng.below(labels.len() as u64).map(|i| i as usize))
+                            .collect::<Result<_>>()?;
+                        let xp = Var::constant(batch_x(&images.train, &pick)?);
+                        let yp: Vec<usize> = pick.iter().map(|&i| labels[i]).collect();
+                        let saved = buffers(&store);
+                        l.refresh(&|| net.forward(&xp), &yp)?;
+                        for (p, v) in saved {
+                            p.set(v)?;
+                        }
+                    }
+                    stepper.step(&|| loss::cross_entropy(&net.forward(&x)?, &y, 0.0))?
+                }
+                Training::Closed(t) => {
+                    t.optimizer.set_lr(lr)?;
+                    t.step(|| net.features(&x), &one_hot(&images.train, idx)?)?
+                }
+            };
+            busy += start.elapsed().as_secs_f64();
+            sum += value;
+            step += 1;
+            progress.update(step, epoch, value);
+        }
+        last_loss = sum / batches.len() as f64;
+        metrics.push(&series, epoch, "train_loss", last_loss);
+        store.eval();
+        let head = match &training {
+            Training::Closed(t) => Some(&t.head),
+            Training::Step(_) => None,
+        };
+        let evaluated = accuracy(net.as_ref(), head, images);
+        store.train();
+        acc = evaluated?;
+        metrics.push(&series, epoch, "test_accuracy", acc);
+    }
+    let mut tensors = store.to_tensors();
+    if let Training::Closed(t) = &training {
+        tensors.push((
+            "net.head.closed_form".into(),
+            AnyTensor::from_tensor(t.head.weight()),
+        ));
+    }
+    Ok(ArmResult {
+        accuracy: acc,
+        train_loss: last_loss,
+        seconds_per_epoch: busy / s.epochs as f64,
+        tensors,
+    })
+}
+
+/// Parses `--augment`.
+fn augmentation(cfg: &RunConfig, images: &Images) -> Result<Augment> {
+    let default: &[&str] = if images.flips_preserve_labels {
+        &["crop", "flip", "cutout"]
+    } else {
+        &["crop"]
+    };
+    let default: Vec<String> = default.iter().map(|s| s.to_string()).collect();
+    let mut a = Augment {
+        crop_padding: 0,
+        reflect: true,
+        flip: 0.0,
+        cutout: None,
+    };
+    for name in cfg.opt_list("augment", &default)? {
+        match name.as_str() {
+            "crop" => a.crop_padding = 4,
+            "flip" => a.flip = 0.5,
+            "cutout" => a.cutout = Augment::cifar().cutout,
+            "none" => {}
+            _ => {
+                return Err(Error::value(
+                    "cifar",
+                    format!("unknown augmentation '{name}': expected crop, flip, cutout or none"),
+                ))
+            }
+        }
+    }
+    Ok(a)
+}
+
+fn describe_augment(a: &Augment) -> String {
+    let mut parts = Vec::new();
+    if a.crop_padding > 0 {
+        parts.push(format!("reflect-pad {} and crop", a.crop_padding));
+    }
+    if a.flip > 0.0 {
+        parts.push("flip".to_string());
+    }
+    if let Some((side, p)) = a.cutout {
+        parts.push(format!("Cutout {side} px, p = {p}"));
+    }
+    if parts.is_empty() {
+        "no augmentation".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// Runs the experiment and returns its table.
+pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
+    cfg.check_known("cifar", OPTIONS)?;
+    let q = cfg.quick;
+    let width = cfg.opt("width", if q { 8 } else { 16 })?;
+    let network = Network::parse(&cfg.opt("model", "resnet18".to_string())?, width)?;
+    let optimisers: Vec<Optimiser> = cfg
+        .opt_list(
+            "optimisers",
+            &["sgd", "adam", "sam", "llqr-sam", "closed-form"].map(String::from),
+        )?
+        .iter()
+        .map(|n| Optimiser::parse(n))
+        .collect::<Result<_>>()?;
+    if optimisers.is_empty() {
+        return Err(Error::value("cifar", "--optimisers names none"));
+    }
+    let images = data::load(
+        cfg.data.as_deref(),
+        cfg.opt("train-limit", if q { 5000 } else { 0 })?,
+    )?;
+    let s = Settings {
+        network,
+        epochs: cfg.opt("epochs", if q { 4 } else { 30 })?,
+        batch: cfg.opt("batch", 64usize)?,
+        hyper: Hyper {
+            lr: cfg.opt("lr", 0.05)?,
+            momentum: 0.9,
+            weight_decay: cfg.opt("weight-decay", 5e-4)?,
+            rho: cfg.opt("rho", 0.05)?,
+            fsam_sigma: 1.0,
+            fsam_decay: 0.9,
+            refresh_every: cfg.opt("refresh", if q { 50 } else { 200 })?,
+            precond_batch: 64,
+            inner_lr: 1e-3,
+        },
+        adam_lr: cfg.opt("adam-lr", 1e-3)?,
+        lambda: cfg.opt("lambda", 1.0)?,
+        augment: augmentation(cfg, &images)?,
+        quiet: cfg.quiet,
+    };
+    if s.epochs == 0 || s.batch == 0 {
+        return Err(Error::value(
+            "cifar",
+            "--epochs and --batch must be positive",
+        ));
+    }
+    let seeds = cfg.seed_list(1, 3);
+    let mut table = Table::new(
+        &format!(
+            "cifar: {net} on {src} ({train} train / {test} test), {e} epochs, batch {b}, {aug}, weight decay {wd}; {n} seed(s); test accuracy after the last epoch",
+            net = s.network.describe(),
+            src = images.source,
+            train = images.train.len(),
+            test = images.test.len(),
+            e = s.epochs,
+            b = s.batch,
+            aug = describe_augment(&s.augment),
+            wd = s.hyper.weight_decay,
+            n = seeds.len(),
+        ),
+        &[
+            "optimiser",
+            "test accuracy",
+            "last-epoch train loss",
+            "s / epoch",
+            "× first row",
+        ],
+    );
+    let mut metrics = Metrics::default();
+    let mut model = Vec::new();
+    let mut first_time = None;
+    for &opt in &optimisers {
+        let (mut accs, mut losses, mut times) = (Vec::new(), Vec::new(), Vec::new());
+        for &seed in &seeds {
+            let r = train_arm(opt, &images, &s, seed, &mut metrics)?;
+            accs.push(r.accuracy);
+            losses.push(r.train_loss);
+            times.push(r.seconds_per_epoch);
+            if seed == seeds[0] {
+                model.extend(
+                    r.tensors
+                        .into_iter()
+                        .map(|(n, t)| (format!("{}.{n}", opt.tag()), t)),
+                );
+            }
+        }
+        let time = times.iter().sum::<f64>() / times.len() as f64;
+        let base = *first_time.get_or_insert(time);
+        table.row(vec![
+            opt.name(&s),
+            mean_std(&accs, 2) + " %",
+            mean_std(&losses, 4),
+            format!("{time:.1}"),
+            format!("{:.2}", time / base),
+        ]);
+    }
+    let dir = RunDir::create(&cfg.out, "cifar", &cfg.run_id())?;
+    dir.write_metrics(
+        "cifar: training loss and test accuracy by epoch",
+        &metrics,
+        &[("train_loss", true), ("test_accuracy", false)],
+        "epoch",
+    )?;
+    dir.write_model(model, vec![("experiment".into(), "cifar".into())])?;
+    let tables = vec![table];
+    dir.write_tables(&tables)?;
+    eprintln!("cifar: results in {}", dir.path.display());
+    Ok(tables)
+}
