@@ -5,6 +5,7 @@
 pub mod augment;
 pub mod check;
 pub mod checkpoint;
+pub mod decode;
 pub mod init;
 pub mod layers;
 pub mod loss;
@@ -13,6 +14,7 @@ pub mod nets;
 pub mod param;
 
 pub use layers::{
+    attention::{causal_mask, padding_mask, scaled_dot_product_attention, MultiHeadAttention},
     conv::Conv2d,
     deepsets::DeepSets,
     dropout::Dropout,
@@ -24,7 +26,9 @@ pub use layers::{
     mlp::Mlp,
     norm::{BatchNorm, GroupNorm},
     pool::{AdaptiveAvgPool2d, AvgPool2d, Flatten, MaxPool2d},
+    positional::{sinusoidal, LearnedPositional},
     spectral_conv::{SpectralConv1d, SpectralConv2d, SpectralPath},
+    transformer::{DecoderLayer, EncoderLayer, LayerConfig},
 };
 pub use module::{Activation, Module, Sequential};
 pub use param::{Param, ParamGrads, ParamStore, Scope};

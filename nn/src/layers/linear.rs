@@ -65,7 +65,18 @@ impl<T: Element> Linear<T> {
                 ),
             ));
         }
-        let y = x.matmul(&weight.t()?)?;
+        // Leading axes fold into rows: one GEMM (and one weight-gradient GEMM) instead
+        // of a batch of small ones.
+        let y = if x.ndim() > 2 {
+            let rows = x.numel() / last;
+            let mut shape = x.shape().to_vec();
+            *shape.last_mut().expect("ndim > 2") = weight.shape()[0];
+            x.reshape(&[rows, last])?
+                .matmul(&weight.t()?)?
+                .reshape(&shape)?
+        } else {
+            x.matmul(&weight.t()?)?
+        };
         match bias {
             Some(b) => y.add(b),
             None => Ok(y),

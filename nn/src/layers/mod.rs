@@ -1,5 +1,6 @@
 //! Layers.
 
+pub mod attention;
 pub mod conv;
 pub mod deepsets;
 pub mod dropout;
@@ -11,4 +12,6 @@ pub mod linear;
 pub mod mlp;
 pub mod norm;
 pub mod pool;
+pub mod positional;
 pub mod spectral_conv;
+pub mod transformer;

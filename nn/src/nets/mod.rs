@@ -1,10 +1,12 @@
-//! Image classifiers for 32×32 inputs (the CIFAR variants used by the LLQR+SAM and
-//! closed-form papers): ResNet-18/34, VGG16-BN and wide ResNets. Each is a backbone
-//! ending in a pooled feature vector and a linear head, so the head can be replaced by
-//! a closed-form one.
+//! Whole networks. Image classifiers (the CIFAR variants used by the LLQR+SAM and
+//! closed-form papers: ResNet-18/34, VGG16-BN, wide ResNets; and the ViT), each a
+//! backbone ending in a pooled feature vector and a linear head, so the head can be
+//! replaced by a closed-form one; and the encoder–decoder Transformer.
 
 pub mod resnet;
+pub mod transformer;
 pub mod vgg;
+pub mod vit;
 pub mod wide_resnet;
 
 use crate::module::Module;
