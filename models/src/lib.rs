@@ -7,4 +7,5 @@ pub mod cli;
 pub mod data;
 pub mod experiments;
 pub mod report;
+pub mod text;
 pub mod train;

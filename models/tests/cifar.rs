@@ -37,6 +37,7 @@ fn settings(width: usize, epochs: usize) -> Settings {
             inner_lr: 1e-3,
         },
         adam_lr: 1e-3,
+        adamw_decay: 0.05,
         lambda: 1.0,
         augment: Augment {
             crop_padding: 4,
@@ -183,4 +184,36 @@ fn bad_options_and_missing_files_are_named() {
         assert!(e.contains(needle), "{extra:?}: {e}");
     }
     std::fs::remove_dir_all(&empty).unwrap();
+}
+
+#[test]
+fn the_vit_experiment_runs_every_optimiser() {
+    let out = tmpdir("vit-run");
+    let cfg = RunConfig::parse(&args(&[
+        "--quick",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+        "--depth",
+        "1",
+        "--epochs",
+        "1",
+        "--train-limit",
+        "48",
+        "--batch",
+        "24",
+        "--refresh",
+        "1",
+    ]))
+    .unwrap();
+    let text = models::experiments::vit::run(&cfg).unwrap()[0].render();
+    assert!(
+        text.contains("ViT (d 192, 1 layers, 3 heads, patch 8)"),
+        "{text}"
+    );
+    for name in ["AdamW", "SAM around AdamW", "LLQR+SAM"] {
+        assert!(text.contains(name), "{name}:\n{text}");
+    }
+    assert!(!text.contains("NaN"), "{text}");
+    std::fs::remove_dir_all(&out).unwrap();
 }

@@ -7,6 +7,8 @@ pub mod digits;
 pub mod fno_burgers;
 pub mod lift;
 pub mod llqr_sam;
+pub mod seq2seq;
+pub mod vit;
 
 use crate::cli::RunConfig;
 use crate::report::Table;
@@ -91,6 +93,20 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: llqr_sam::classify::OPTIONS,
             run: llqr_sam::classify::run,
+        },
+        Experiment {
+            name: "seq2seq",
+            about: "encoder-decoder Transformer on a synthetic language pair (or --data parallel text): Adam with inverse-sqrt warm-up, SAM, LLQR+SAM; BLEU of greedy and beam-search translations",
+            in_demo: true,
+            options: seq2seq::OPTIONS,
+            run: seq2seq::run,
+        },
+        Experiment {
+            name: "vit",
+            about: "Vision Transformer (ViT-Tiny preset; 2 layers and 8-pixel patches in the quick setting) on the cifar images: AdamW, SAM around AdamW, LLQR+SAM",
+            in_demo: false,
+            options: vit::OPTIONS,
+            run: vit::run,
         },
         Experiment {
             name: "pothole",

@@ -17,7 +17,9 @@ const VERSION: u32 = 1;
 /// Bytes before the values.
 const HEADER: usize = 8 + 4 + 4 * 8 + 3 * 8;
 
-fn fnv1a(bytes: &[u8]) -> u64 {
+/// The FNV-1a checksum a cache file ends with (public so that a fuzzer can make it
+/// valid and reach the checks behind it).
+pub fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
     })

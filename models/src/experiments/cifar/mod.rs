@@ -21,25 +21,37 @@ use nn::nets::Classifier;
 use nn::{loss, Param, ParamStore};
 use optim::closed_form::{ClosedFormHead, ClosedFormTrainer, HeadRule, Order, SolveForm};
 use optim::llqr::{Geometry, PerturbationNorm};
-use optim::{Adam, AdamConfig, Schedule, Sgd, SgdConfig};
+use optim::{Adam, AdamConfig, Sam, SamVariant, Schedule, Sgd, SgdConfig};
 use std::time::Instant;
 use tensor::{Error, Result, Rng, Tensor};
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
-    ("model", "resnet18, resnet34, vgg16 or wrn-D-K such as wrn-16-4 (resnet18)"),
+    (
+        "model",
+        "resnet18, resnet34, vgg16, wrn-D-K such as wrn-16-4, or vit-tiny, vit-small, vit-base, vit-large (cifar: resnet18; vit: vit-tiny)",
+    ),
+    ("patch", "ViT patch side (cifar 4; vit: quick 8, full 4)"),
+    (
+        "depth",
+        "ViT encoder layers (cifar quick 4, vit quick 2; full: the preset's)",
+    ),
     (
         "width",
         "base width of the ResNets; VGG channels scale by width/64 (quick 8, full 16; 64 is the published network)",
     ),
     (
         "optimisers",
-        "comma-separated among sgd, adam, sam, llqr-sam, closed-form (all)",
+        "comma-separated among sgd, adam, adamw, sam, sam-adamw, llqr-sam, closed-form (cifar: sgd, adam, sam, llqr-sam, closed-form; vit: adamw, sam-adamw, llqr-sam)",
     ),
-    ("epochs", "passes over the training set (quick 4, full 30)"),
+    (
+        "epochs",
+        "passes over the training set (cifar: quick 4, full 30; vit: quick 30, full 100)",
+    ),
     ("batch", "mini-batch size (64)"),
     ("lr", "SGD learning rate, momentum 0.9, cosine to 0 (0.05)"),
-    ("adam-lr", "Adam learning rate, cosine to 0 (1e-3)"),
+    ("adam-lr", "Adam and AdamW learning rate, cosine to 0 (1e-3)"),
+    ("adamw-decay", "AdamW's decoupled weight decay (0.05)"),
     ("weight-decay", "L2 weight decay of every optimiser (5e-4)"),
     ("rho", "SAM and LLQR+SAM radius ρ (0.05)"),
     (
@@ -67,8 +79,12 @@ pub enum Optimiser {
     Sgd,
     /// Adam on the cross-entropy.
     Adam,
+    /// AdamW (decoupled weight decay) on the cross-entropy.
+    AdamW,
     /// SAM around SGD.
     Sam,
+    /// SAM around AdamW (the ViT recipe of Chen et al.).
+    SamAdamW,
     /// LLQR+SAM (NGD geometry, diagonal U, Euclidean perturbation norm).
     LlqrSam,
     /// SGD on the backbone under a closed-form proximal head (squared loss on one-hot
@@ -82,15 +98,19 @@ impl Optimiser {
         Ok(match name {
             "sgd" => Optimiser::Sgd,
             "adam" => Optimiser::Adam,
+            "adamw" => Optimiser::AdamW,
             "sam" => Optimiser::Sam,
+            "sam-adamw" => Optimiser::SamAdamW,
             "llqr-sam" => Optimiser::LlqrSam,
             "closed-form" => Optimiser::ClosedForm,
-            _ => return Err(Error::value(
-                "cifar",
-                format!(
+            _ => {
+                return Err(Error::value(
+                    "cifar",
+                    format!(
                     "unknown optimiser '{name}': expected sgd, adam, sam, llqr-sam or closed-form"
                 ),
-            )),
+                ))
+            }
         })
     }
 
@@ -99,7 +119,9 @@ impl Optimiser {
         match self {
             Optimiser::Sgd => "sgd",
             Optimiser::Adam => "adam",
+            Optimiser::AdamW => "adamw",
             Optimiser::Sam => "sam",
+            Optimiser::SamAdamW => "sam-adamw",
             Optimiser::LlqrSam => "llqr-sam",
             Optimiser::ClosedForm => "closed-form",
         }
@@ -110,7 +132,9 @@ impl Optimiser {
         match self {
             Optimiser::Sgd => "SGD (cross-entropy)".into(),
             Optimiser::Adam => "Adam (cross-entropy)".into(),
+            Optimiser::AdamW => format!("AdamW, decay {}", s.adamw_decay),
             Optimiser::Sam => format!("SAM, ρ = {}", s.hyper.rho),
+            Optimiser::SamAdamW => format!("SAM around AdamW, ρ = {}", s.hyper.rho),
             Optimiser::LlqrSam => format!(
                 "LLQR+SAM (NGD, ‖Ug‖₂), ρ = {}, T_U = {}",
                 s.hyper.rho, s.hyper.refresh_every
@@ -133,8 +157,10 @@ pub struct Settings {
     pub batch: usize,
     /// SGD, SAM and LLQR settings (the SGD rate is `hyper.lr`).
     pub hyper: Hyper,
-    /// Adam's learning rate.
+    /// Adam's and AdamW's learning rate.
     pub adam_lr: f64,
+    /// AdamW's decoupled weight decay.
+    pub adamw_decay: f64,
     /// The closed-form head's proximal strength.
     pub lambda: f64,
     /// Training-time augmentation.
@@ -187,6 +213,12 @@ fn training(
 ) -> Result<Training> {
     let h = &s.hyper;
     let method = |m| Stepper::new(m, store.trainable(), h).map(Training::Step);
+    let adamw = || -> Result<Box<dyn optim::Optimizer<f32>>> {
+        Ok(Box::new(Adam::new(
+            store.trainable(),
+            AdamConfig::adamw(s.adam_lr).weight_decay(s.adamw_decay),
+        )?))
+    };
     match opt {
         Optimiser::Sgd => method(Method::Sgd),
         Optimiser::Sam => method(Method::Sam),
@@ -198,6 +230,12 @@ fn training(
             store.trainable(),
             AdamConfig::adam(s.adam_lr).weight_decay(h.weight_decay),
         )?)))),
+        Optimiser::AdamW => Ok(Training::Step(Stepper::Plain(adamw()?))),
+        Optimiser::SamAdamW => Ok(Training::Step(Stepper::Sam(Sam::new(
+            adamw()?,
+            h.rho,
+            SamVariant::Sam,
+        )?))),
         Optimiser::ClosedForm => {
             let backbone: Vec<Param<f32>> = store
                 .trainable()
@@ -265,7 +303,10 @@ pub fn train_arm(
         .network
         .build(&store.root().sub("net"), classes, &mut rng)?;
     let mut training = training(opt, net.as_ref(), &store, s)?;
-    let base_lr = if opt == Optimiser::Adam {
+    let base_lr = if matches!(
+        opt,
+        Optimiser::Adam | Optimiser::AdamW | Optimiser::SamAdamW
+    ) {
         s.adam_lr
     } else {
         s.hyper.lr
@@ -398,16 +439,57 @@ fn describe_augment(a: &Augment) -> String {
     }
 }
 
-/// Runs the experiment and returns its table.
+/// The defaults that tell the `cifar` and `vit` experiments apart.
+pub struct Defaults {
+    /// The experiment's name (run directory, errors).
+    pub experiment: &'static str,
+    /// The default `--model`.
+    pub model: &'static str,
+    /// The default `--optimisers`.
+    pub optimisers: &'static [&'static str],
+    /// Default `--epochs` (quick, full).
+    pub epochs: (usize, usize),
+    /// Default ViT `--patch` and, in the quick setting, `--depth`.
+    pub vit: (usize, usize),
+}
+
+/// Runs `cifar`: ResNet-18 and the SGD-family comparison by default.
 pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
-    cfg.check_known("cifar", OPTIONS)?;
+    run_with(
+        cfg,
+        &Defaults {
+            experiment: "cifar",
+            model: "resnet18",
+            optimisers: &["sgd", "adam", "sam", "llqr-sam", "closed-form"],
+            epochs: (4, 30),
+            vit: (4, 4),
+        },
+    )
+}
+
+/// Runs the experiment with `defaults` and returns its table.
+pub fn run_with(cfg: &RunConfig, defaults: &Defaults) -> Result<Vec<Table>> {
+    let name = defaults.experiment;
+    cfg.check_known(name, OPTIONS)?;
     let q = cfg.quick;
     let width = cfg.opt("width", if q { 8 } else { 16 })?;
-    let network = Network::parse(&cfg.opt("model", "resnet18".to_string())?, width)?;
+    let vit = network::VitOptions {
+        patch: cfg.opt("patch", defaults.vit.0)?,
+        depth: if q {
+            Some(cfg.opt("depth", defaults.vit.1)?)
+        } else {
+            cfg.opt("depth", 0usize).map(|d| (d > 0).then_some(d))?
+        },
+    };
+    let network = Network::parse(&cfg.opt("model", defaults.model.to_string())?, width, vit)?;
     let optimisers: Vec<Optimiser> = cfg
         .opt_list(
             "optimisers",
-            &["sgd", "adam", "sam", "llqr-sam", "closed-form"].map(String::from),
+            &defaults
+                .optimisers
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>(),
         )?
         .iter()
         .map(|n| Optimiser::parse(n))
@@ -421,7 +503,14 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     )?;
     let s = Settings {
         network,
-        epochs: cfg.opt("epochs", if q { 4 } else { 30 })?,
+        epochs: cfg.opt(
+            "epochs",
+            if q {
+                defaults.epochs.0
+            } else {
+                defaults.epochs.1
+            },
+        )?,
         batch: cfg.opt("batch", 64usize)?,
         hyper: Hyper {
             lr: cfg.opt("lr", 0.05)?,
@@ -435,6 +524,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             inner_lr: 1e-3,
         },
         adam_lr: cfg.opt("adam-lr", 1e-3)?,
+        adamw_decay: cfg.opt("adamw-decay", 0.05)?,
         lambda: cfg.opt("lambda", 1.0)?,
         augment: augmentation(cfg, &images)?,
         quiet: cfg.quiet,
@@ -448,7 +538,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let seeds = cfg.seed_list(1, 3);
     let mut table = Table::new(
         &format!(
-            "cifar: {net} on {src} ({train} train / {test} test), {e} epochs, batch {b}, {aug}, weight decay {wd}; {n} seed(s); test accuracy after the last epoch",
+            "{name}: {net} on {src} ({train} train / {test} test), {e} epochs, batch {b}, {aug}, weight decay {wd}; {n} seed(s); test accuracy after the last epoch",
             net = s.network.describe(),
             src = images.source,
             train = images.train.len(),
@@ -495,16 +585,16 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             format!("{:.2}", time / base),
         ]);
     }
-    let dir = RunDir::create(&cfg.out, "cifar", &cfg.run_id())?;
+    let dir = RunDir::create(&cfg.out, name, &cfg.run_id())?;
     dir.write_metrics(
-        "cifar: training loss and test accuracy by epoch",
+        &format!("{name}: training loss and test accuracy by epoch"),
         &metrics,
         &[("train_loss", true), ("test_accuracy", false)],
         "epoch",
     )?;
-    dir.write_model(model, vec![("experiment".into(), "cifar".into())])?;
+    dir.write_model(model, vec![("experiment".into(), name.into())])?;
     let tables = vec![table];
     dir.write_tables(&tables)?;
-    eprintln!("cifar: results in {}", dir.path.display());
+    eprintln!("{name}: results in {}", dir.path.display());
     Ok(tables)
 }

@@ -2,6 +2,7 @@
 
 use nn::nets::resnet::{ResNet, ResNetConfig};
 use nn::nets::vgg::{vgg16_layers, Vgg, VggLayer};
+use nn::nets::vit::{Vit, VitConfig};
 use nn::nets::wide_resnet::WideResNet;
 use nn::nets::Classifier;
 use nn::Scope;
@@ -18,25 +19,59 @@ pub enum Network {
     Vgg16(usize),
     /// WRN-depth-widen (dropout 0).
     WideResNet(usize, usize),
+    /// A ViT preset on 32×32 images (classes set at build time).
+    Vit(VitConfig),
+}
+
+/// The ViT settings taken from the command line.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VitOptions {
+    /// Patch side.
+    pub patch: usize,
+    /// Encoder layers, if not the preset's.
+    pub depth: Option<usize>,
 }
 
 impl Network {
-    /// Parses `resnet18`, `resnet34`, `vgg16` or `wrn-D-K`; `width` is the base width
-    /// of the ResNets and VGG (ignored by WRN, whose width is K).
-    pub fn parse(name: &str, width: usize) -> Result<Network> {
+    /// Parses `resnet18`, `resnet34`, `vgg16`, `wrn-D-K` or `vit-{tiny,small,base,large}`;
+    /// `width` is the base width of the ResNets and VGG (ignored by WRN, whose width is
+    /// K, and by the ViTs).
+    pub fn parse(name: &str, width: usize, vit: VitOptions) -> Result<Network> {
         if width == 0 {
             return Err(Error::value("cifar", "--width must be positive"));
         }
         let bad = || {
             Error::value(
                 "cifar",
-                format!("unknown --model '{name}': expected resnet18, resnet34, vgg16 or wrn-D-K (e.g. wrn-16-4)"),
+                format!("unknown --model '{name}': expected resnet18, resnet34, vgg16, wrn-D-K (e.g. wrn-16-4) or vit-tiny/small/base/large"),
             )
         };
         match name {
             "resnet18" => Ok(Network::ResNet18(width)),
             "resnet34" => Ok(Network::ResNet34(width)),
             "vgg16" => Ok(Network::Vgg16(width)),
+            "vit-tiny" | "vit-small" | "vit-base" | "vit-large" => {
+                let preset = match name {
+                    "vit-tiny" => VitConfig::tiny,
+                    "vit-small" => VitConfig::small,
+                    "vit-base" => VitConfig::base,
+                    _ => VitConfig::large,
+                };
+                let mut cfg = preset(32, vit.patch, 10);
+                if let Some(d) = vit.depth {
+                    cfg.depth = d;
+                }
+                if vit.patch == 0 || 32 % vit.patch != 0 || cfg.depth == 0 {
+                    return Err(Error::value(
+                        "cifar",
+                        format!(
+                            "--patch {} must divide 32 and --depth be positive",
+                            vit.patch
+                        ),
+                    ));
+                }
+                Ok(Network::Vit(cfg))
+            }
             _ => {
                 let rest = name.strip_prefix("wrn-").ok_or_else(bad)?;
                 let (d, k) = rest.split_once('-').ok_or_else(bad)?;
@@ -55,6 +90,10 @@ impl Network {
             Network::ResNet34(w) => format!("ResNet-34 (width {w})"),
             Network::Vgg16(w) => format!("VGG16-BN (width {w}/64)"),
             Network::WideResNet(d, k) => format!("WRN-{d}-{k}"),
+            Network::Vit(c) => format!(
+                "ViT (d {}, {} layers, {} heads, patch {})",
+                c.dim, c.depth, c.heads, c.patch
+            ),
         }
     }
 
@@ -95,6 +134,7 @@ impl Network {
             Network::WideResNet(depth, widen) => {
                 Box::new(WideResNet::new(scope, depth, widen, classes, 0.0, rng)?)
             }
+            Network::Vit(cfg) => Box::new(Vit::new(scope, VitConfig { classes, ..cfg }, rng)?),
         })
     }
 }

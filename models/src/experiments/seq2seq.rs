@@ -1,0 +1,503 @@
+//! `seq2seq`: the encoder–decoder Transformer trained for translation — on parallel
+//! text given with `--data DIR` (`train.src`, `train.tgt`, `test.src`, `test.tgt`,
+//! one sentence per line) or on the built-in synthetic language pair — by Adam with
+//! the inverse-square-root warm-up, SAM around that Adam, and LLQR+SAM; corpus BLEU
+//! (sacreBLEU's default definition) of greedy and beam-search translations of the
+//! held-out sentences.
+
+use crate::cli::RunConfig;
+use crate::experiments::llqr_sam::{Hyper, Method, Stepper};
+use crate::report::{progress::Progress, Metrics, RunDir, Table};
+use crate::text::bleu::corpus_bleu;
+use crate::text::synthetic;
+use crate::text::vocab::{Vocab, BOS, EOS, PAD};
+use autograd::Var;
+use nn::decode::{beam_search, greedy, DecodeConfig};
+use nn::nets::transformer::{TokenBatch, Transformer, TransformerConfig};
+use nn::{loss, ParamStore};
+use optim::llqr::{Geometry, PerturbationNorm};
+use optim::{Adam, AdamConfig, Sam, SamVariant, Schedule};
+use std::path::Path;
+use std::time::Instant;
+use tensor::{Error, Result, Rng};
+
+/// Options of this experiment.
+pub const OPTIONS: &[(&str, &str)] = &[
+    ("pairs", "synthetic training pairs (quick 3000, full 20000)"),
+    (
+        "test-pairs",
+        "synthetic held-out pairs, none seen in training (quick 200, full 1000)",
+    ),
+    (
+        "optimisers",
+        "comma-separated among adam, sam, llqr-sam (all)",
+    ),
+    ("dim", "model width (quick 64, full 256)"),
+    ("heads", "attention heads (4)"),
+    (
+        "layers",
+        "encoder and decoder layers each (quick 2, full 3)",
+    ),
+    ("norm", "pre or post (pre)"),
+    ("dropout", "dropout (quick 0, full 0.1)"),
+    (
+        "epochs",
+        "passes over the training pairs (quick 4, full 30)",
+    ),
+    ("batch", "sentence pairs per batch (64)"),
+    (
+        "lr",
+        "Adam's peak learning rate after warm-up, β = (0.9, 0.98) (1e-3)",
+    ),
+    (
+        "sgd-lr",
+        "LLQR+SAM: peak learning rate of its outer momentum SGD (0.1)",
+    ),
+    (
+        "warmup",
+        "warm-up steps of the inverse-square-root schedule (quick 100, full 1000)",
+    ),
+    ("rho", "SAM and LLQR+SAM radius (0.05)"),
+    ("smoothing", "label smoothing (0.1)"),
+    ("beam", "beam width of the second BLEU column (4)"),
+    (
+        "max-vocab",
+        "largest joint vocabulary for --data text (16000)",
+    ),
+];
+
+/// Parallel sentences.
+pub struct Corpus {
+    /// Training (source, target) pairs.
+    pub train: Vec<(String, String)>,
+    /// Held-out pairs.
+    pub test: Vec<(String, String)>,
+    /// Description for the table title.
+    pub source: String,
+}
+
+fn read_lines(dir: &Path, name: &str) -> Result<Vec<String>> {
+    let path = dir.join(name);
+    let what = path.display().to_string();
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&what, &e))?;
+    Ok(text.lines().map(str::to_string).collect())
+}
+
+fn read_pairs(dir: &Path, split: &str) -> Result<Vec<(String, String)>> {
+    let (src, tgt) = (
+        read_lines(dir, &format!("{split}.src"))?,
+        read_lines(dir, &format!("{split}.tgt"))?,
+    );
+    if src.len() != tgt.len() || src.is_empty() {
+        return Err(Error::format(
+            dir.display().to_string(),
+            format!(
+                "{split}.src has {} lines and {split}.tgt {}: they must be equal and non-zero",
+                src.len(),
+                tgt.len()
+            ),
+        ));
+    }
+    Ok(src.into_iter().zip(tgt).collect())
+}
+
+/// The corpus of a run: files from `dir`, or synthetic pairs with no test sentence
+/// among the training ones.
+pub fn corpus(dir: Option<&Path>, train: usize, test: usize) -> Result<Corpus> {
+    match dir {
+        Some(d) => Ok(Corpus {
+            train: read_pairs(d, "train")?,
+            test: read_pairs(d, "test")?,
+            source: format!("parallel text from {}", d.display()),
+        }),
+        None => {
+            let train = synthetic::pairs(train, 1)?;
+            let seen: std::collections::HashSet<&String> = train.iter().map(|p| &p.0).collect();
+            let test: Vec<(String, String)> = synthetic::pairs(4 * test + 100, 2)?
+                .into_iter()
+                .filter(|p| !seen.contains(&p.0))
+                .take(test)
+                .collect();
+            Ok(Corpus {
+                train,
+                test,
+                source: "the synthetic language pair (verb-final, noun–adjective order, case and agreement)".into(),
+            })
+        }
+    }
+}
+
+/// An optimiser of the comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Optimiser {
+    /// Adam with the inverse-square-root schedule.
+    Adam,
+    /// SAM around that Adam.
+    Sam,
+    /// LLQR+SAM (NGD, diagonal U, ‖Ug‖₂) with its outer momentum SGD.
+    LlqrSam,
+}
+
+impl Optimiser {
+    fn parse(name: &str) -> Result<Self> {
+        match name {
+            "adam" => Ok(Optimiser::Adam),
+            "sam" => Ok(Optimiser::Sam),
+            "llqr-sam" => Ok(Optimiser::LlqrSam),
+            _ => Err(Error::value(
+                "seq2seq",
+                format!("unknown optimiser '{name}': expected adam, sam or llqr-sam"),
+            )),
+        }
+    }
+
+    fn tag(self) -> &'static str {
+        match self {
+            Optimiser::Adam => "adam",
+            Optimiser::Sam => "sam",
+            Optimiser::LlqrSam => "llqr-sam",
+        }
+    }
+}
+
+/// Training settings.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The model.
+    pub model: TransformerConfig,
+    /// Passes over the training pairs.
+    pub epochs: usize,
+    /// Pairs per batch.
+    pub batch: usize,
+    /// Adam's peak rate.
+    pub lr: f64,
+    /// SAM radius, LLQR settings and the outer SGD rate of LLQR+SAM.
+    pub hyper: Hyper,
+    /// Warm-up steps.
+    pub warmup: usize,
+    /// Label smoothing.
+    pub smoothing: f64,
+    /// No progress lines.
+    pub quiet: bool,
+}
+
+/// Encoded pairs: source ids, decoder inputs (`<bos>` + target) and labels
+/// (target + `<eos>`).
+struct Encoded {
+    src: Vec<Vec<usize>>,
+    tgt_in: Vec<Vec<usize>>,
+    labels: Vec<Vec<usize>>,
+}
+
+fn encode(vocab: &Vocab, pairs: &[(String, String)]) -> Encoded {
+    let mut e = Encoded {
+        src: Vec::new(),
+        tgt_in: Vec::new(),
+        labels: Vec::new(),
+    };
+    for (s, t) in pairs {
+        let labels = vocab.encode(t);
+        let mut tgt_in = vec![BOS];
+        tgt_in.extend_from_slice(&labels[..labels.len() - 1]);
+        e.src.push(vocab.encode(s));
+        e.tgt_in.push(tgt_in);
+        e.labels.push(labels);
+    }
+    e
+}
+
+/// Logits of the non-padding target positions `[tokens, vocab]` and their labels.
+fn batch_logits(
+    model: &Transformer<f32>,
+    data: &Encoded,
+    idx: &[usize],
+) -> Result<(Var<f32>, Vec<usize>)> {
+    let pick =
+        |v: &Vec<Vec<usize>>| -> Vec<Vec<usize>> { idx.iter().map(|&i| v[i].clone()).collect() };
+    let (src, tgt) = (
+        TokenBatch::new(&pick(&data.src), PAD)?,
+        TokenBatch::new(&pick(&data.tgt_in), PAD)?,
+    );
+    let logits = model.forward(&src, &tgt)?;
+    let v = logits.shape()[2];
+    let rows: Vec<usize> = tgt
+        .lengths
+        .iter()
+        .enumerate()
+        .flat_map(|(b, &l)| (0..l).map(move |t| b * tgt.len + t))
+        .collect();
+    let labels = idx
+        .iter()
+        .flat_map(|&i| data.labels[i].iter().copied())
+        .collect();
+    Ok((
+        logits
+            .reshape(&[tgt.batch() * tgt.len, v])?
+            .index_select(0, &rows)?,
+        labels,
+    ))
+}
+
+/// What one arm produced.
+pub struct ArmResult {
+    /// BLEU of greedy translations.
+    pub bleu_greedy: f64,
+    /// BLEU of beam-search translations.
+    pub bleu_beam: f64,
+    /// Held-out sentences translated exactly (greedy), in percent.
+    pub exact: f64,
+    /// Mean training loss of the last epoch.
+    pub train_loss: f64,
+    /// Training seconds per epoch.
+    pub seconds_per_epoch: f64,
+    /// Example translations (source, reference, greedy output).
+    pub examples: Vec<(String, String, String)>,
+}
+
+/// Trains one arm and translates the held-out sentences.
+pub fn train_arm(
+    opt: Optimiser,
+    corpus: &Corpus,
+    vocab: &Vocab,
+    s: &Settings,
+    beam: usize,
+    seed: u64,
+    metrics: &mut Metrics,
+) -> Result<ArmResult> {
+    let train = encode(vocab, &corpus.train);
+    let store = ParamStore::<f32>::new();
+    let model = Transformer::new(
+        &store.root().sub("transformer"),
+        s.model,
+        &mut Rng::new(seed),
+    )?;
+    let adam = || -> Result<Adam<f32>> {
+        Adam::new(store.trainable(), AdamConfig::adam(s.lr).betas(0.9, 0.98))
+    };
+    let (mut stepper, base_lr) = match opt {
+        Optimiser::Adam => (Stepper::Plain(Box::new(adam()?)), s.lr),
+        Optimiser::Sam => (
+            Stepper::Sam(Sam::new(Box::new(adam()?), s.hyper.rho, SamVariant::Sam)?),
+            s.lr,
+        ),
+        Optimiser::LlqrSam => (
+            Stepper::new(
+                Method::LlqrSam(Geometry::Fisher, PerturbationNorm::Euclidean),
+                store.trainable(),
+                &s.hyper,
+            )?,
+            s.hyper.lr,
+        ),
+    };
+    let schedule = Schedule::InverseSqrt { warmup: s.warmup };
+    let n = corpus.train.len();
+    let per_epoch = n.div_ceil(s.batch);
+    let series = format!("{}/seed{seed}", opt.tag());
+    let mut progress = Progress::new(&series, per_epoch * s.epochs, s.quiet);
+    let (mut order, mut precond) = (Rng::new(seed + 1000), Rng::new(seed + 2000));
+    let (mut step, mut busy, mut last) = (0, 0.0, f64::NAN);
+    for epoch in 1..=s.epochs {
+        let perm = order.permutation(n);
+        let mut sum = 0.0;
+        for idx in perm.chunks(s.batch) {
+            let start = Instant::now();
+            stepper.set_lr(base_lr * schedule.factor(step))?;
+            if let (true, Stepper::Llqr(l)) = (stepper.refresh_due(), &mut stepper) {
+                let pick: Vec<usize> = (0..s.batch)
+                    .map(|_| precond.below(n as u64).map(|i| i as usize))
+                    .collect::<Result<_>>()?;
+                let (_, labels) = batch_logits(&model, &train, &pick)?;
+                l.refresh(
+                    &|| batch_logits(&model, &train, &pick).map(|(x, _)| x),
+                    &labels,
+                )?;
+            }
+            let value = stepper.step(&|| {
+                let (logits, labels) = batch_logits(&model, &train, idx)?;
+                loss::cross_entropy(&logits, &labels, s.smoothing)
+            })?;
+            busy += start.elapsed().as_secs_f64();
+            sum += value;
+            step += 1;
+            progress.update(step, epoch, value);
+        }
+        last = sum / per_epoch as f64;
+        metrics.push(&series, epoch, "train_loss", last);
+    }
+    store.eval();
+    let cfg = DecodeConfig {
+        pad: PAD,
+        bos: BOS,
+        eos: EOS,
+        max_len: 2 * train.src.iter().map(Vec::len).max().unwrap_or(1) + 4,
+    };
+    let (mut greedy_out, mut beam_out, mut exact) = (Vec::new(), Vec::new(), 0usize);
+    let mut examples = Vec::new();
+    for (src, reference) in &corpus.test {
+        let ids = vocab.encode(src);
+        let g = vocab.decode(&greedy(&model, &ids, &cfg)?);
+        let b = vocab.decode(&beam_search(&model, &ids, beam, 0.6, &cfg)?);
+        exact += usize::from(&g == reference);
+        if examples.len() < 3 {
+            examples.push((src.clone(), reference.clone(), g.clone()));
+        }
+        greedy_out.push(g);
+        beam_out.push(b);
+    }
+    let refs: Vec<String> = corpus.test.iter().map(|p| p.1.clone()).collect();
+    Ok(ArmResult {
+        bleu_greedy: corpus_bleu(&greedy_out, &refs)?.score,
+        bleu_beam: corpus_bleu(&beam_out, &refs)?.score,
+        exact: 100.0 * exact as f64 / corpus.test.len().max(1) as f64,
+        train_loss: last,
+        seconds_per_epoch: busy / s.epochs as f64,
+        examples,
+    })
+}
+
+/// Runs the experiment and returns its tables.
+pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
+    cfg.check_known("seq2seq", OPTIONS)?;
+    let q = cfg.quick;
+    let corpus = corpus(
+        cfg.data.as_deref(),
+        cfg.opt("pairs", if q { 3000 } else { 20000 })?,
+        cfg.opt("test-pairs", if q { 200 } else { 1000 })?,
+    )?;
+    if corpus.test.is_empty() {
+        return Err(Error::value("seq2seq", "no held-out pairs"));
+    }
+    let vocab = Vocab::build(
+        corpus
+            .train
+            .iter()
+            .flat_map(|(a, b)| [a.as_str(), b.as_str()]),
+        1,
+        cfg.opt("max-vocab", 16000usize)?,
+    )?;
+    let optimisers: Vec<Optimiser> = cfg
+        .opt_list("optimisers", &["adam", "sam", "llqr-sam"].map(String::from))?
+        .iter()
+        .map(|o| Optimiser::parse(o))
+        .collect::<Result<_>>()?;
+    let dim: usize = cfg.opt("dim", if q { 64 } else { 256 })?;
+    let layers = cfg.opt("layers", if q { 2 } else { 3 })?;
+    let pre_norm = match cfg.opt("norm", "pre".to_string())?.as_str() {
+        "pre" => true,
+        "post" => false,
+        other => {
+            return Err(Error::value(
+                "seq2seq",
+                format!("--norm must be pre or post, got '{other}'"),
+            ))
+        }
+    };
+    let longest = corpus
+        .train
+        .iter()
+        .chain(&corpus.test)
+        .map(|(a, b)| vocab.encode(a).len().max(vocab.encode(b).len()))
+        .max()
+        .unwrap_or(1);
+    let s = Settings {
+        model: TransformerConfig {
+            vocab: vocab.len(),
+            dim,
+            heads: cfg.opt("heads", 4)?,
+            ff: 4 * dim,
+            encoder_layers: layers,
+            decoder_layers: layers,
+            dropout: cfg.opt("dropout", if q { 0.0 } else { 0.1 })?,
+            pre_norm,
+            max_len: 2 * longest + 8,
+        },
+        epochs: cfg.opt("epochs", if q { 4 } else { 30 })?,
+        batch: cfg.opt("batch", 64usize)?,
+        lr: cfg.opt("lr", 1e-3)?,
+        hyper: Hyper {
+            lr: cfg.opt("sgd-lr", 0.1)?,
+            momentum: 0.9,
+            weight_decay: 0.0,
+            rho: cfg.opt("rho", 0.05)?,
+            fsam_sigma: 1.0,
+            fsam_decay: 0.9,
+            refresh_every: 100,
+            precond_batch: 64,
+            inner_lr: 1e-3,
+        },
+        warmup: cfg.opt("warmup", if q { 100 } else { 1000 })?,
+        smoothing: cfg.opt("smoothing", 0.1)?,
+        quiet: cfg.quiet,
+    };
+    if s.epochs == 0 || s.batch == 0 || optimisers.is_empty() {
+        return Err(Error::value(
+            "seq2seq",
+            "--epochs, --batch and --optimisers must be non-empty",
+        ));
+    }
+    let beam: usize = cfg.opt("beam", 4)?;
+    let seeds = cfg.seed_list(1, 3);
+    let mut table = Table::new(
+        &format!(
+            "seq2seq: Transformer ({}-norm, d {dim}, {} heads, {layers}+{layers} layers, tied embeddings) on {} ({} train / {} test pairs, vocabulary {}), {} epochs, batch {}, inverse-sqrt warm-up {}; corpus BLEU (sacreBLEU default definition); {} seed(s)",
+            if pre_norm { "pre" } else { "post" },
+            s.model.heads,
+            corpus.source,
+            corpus.train.len(),
+            corpus.test.len(),
+            vocab.len(),
+            s.epochs,
+            s.batch,
+            s.warmup,
+            seeds.len()
+        ),
+        &["optimiser", "BLEU greedy", &format!("BLEU beam {beam}"), "exact (%)", "last-epoch loss", "s / epoch"],
+    );
+    let mut metrics = Metrics::default();
+    let mut examples = Table::new(
+        "seq2seq: first held-out translations of the first optimiser (greedy)",
+        &["source", "reference", "output"],
+    );
+    for &opt in &optimisers {
+        let runs = seeds
+            .iter()
+            .map(|&seed| train_arm(opt, &corpus, &vocab, &s, beam, seed, &mut metrics))
+            .collect::<Result<Vec<_>>>()?;
+        let mean = |f: &dyn Fn(&ArmResult) -> f64| -> Vec<f64> { runs.iter().map(f).collect() };
+        let name = match opt {
+            Optimiser::Adam => format!("Adam (peak lr {})", s.lr),
+            Optimiser::Sam => format!("SAM around Adam, ρ = {}", s.hyper.rho),
+            Optimiser::LlqrSam => format!(
+                "LLQR+SAM (NGD, ‖Ug‖₂), SGD lr {}, ρ = {}",
+                s.hyper.lr, s.hyper.rho
+            ),
+        };
+        table.row(vec![
+            name,
+            crate::report::mean_std(&mean(&|r| r.bleu_greedy), 2),
+            crate::report::mean_std(&mean(&|r| r.bleu_beam), 2),
+            crate::report::mean_std(&mean(&|r| r.exact), 1),
+            crate::report::mean_std(&mean(&|r| r.train_loss), 4),
+            format!(
+                "{:.1}",
+                mean(&|r| r.seconds_per_epoch).iter().sum::<f64>() / runs.len() as f64
+            ),
+        ]);
+        if opt == optimisers[0] {
+            for (a, b, c) in &runs[0].examples {
+                examples.row(vec![a.clone(), b.clone(), c.clone()]);
+            }
+        }
+    }
+    let dir = RunDir::create(&cfg.out, "seq2seq", &cfg.run_id())?;
+    dir.write_metrics(
+        "seq2seq: training loss by epoch",
+        &metrics,
+        &[("train_loss", true)],
+        "epoch",
+    )?;
+    let tables = vec![table, examples];
+    dir.write_tables(&tables)?;
+    eprintln!("seq2seq: results in {}", dir.path.display());
+    Ok(tables)
+}
