@@ -337,3 +337,34 @@ fn bad_attention_inputs_are_named() {
     assert!(e.to_string().contains("token 99"), "{e}");
     assert!(TokenBatch::new(&[vec![]], 0).is_err());
 }
+
+#[test]
+fn heads_one_at_a_time_give_the_same_bits_as_all_at_once() {
+    // 2 heads × 1500 × 1500 scores exceed the budget, so without recording the
+    // heads are computed one after another.
+    let (q, k, v) = (
+        rand(&[1, 2, 1500, 3], 1),
+        rand(&[1, 2, 1500, 3], 2),
+        rand(&[1, 2, 1500, 2], 3),
+    );
+    let mask = causal_mask::<f64>(1500, 1500).unwrap();
+    let split = autograd::no_grad(|| {
+        scaled_dot_product_attention(
+            &Var::constant(q.clone()),
+            &Var::constant(k.clone()),
+            &Var::constant(v.clone()),
+            Some(&mask),
+            None,
+        )
+    })
+    .unwrap();
+    let whole = scaled_dot_product_attention(
+        &Var::leaf(q),
+        &Var::leaf(k),
+        &Var::leaf(v),
+        Some(&mask),
+        None,
+    )
+    .unwrap();
+    assert!(split.value().bit_eq(whole.value()));
+}
