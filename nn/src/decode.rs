@@ -28,9 +28,7 @@ fn next_log_probs<T: Element>(
     cfg: &DecodeConfig,
 ) -> Result<Vec<Vec<f64>>> {
     let tgt = TokenBatch::new(prefixes, cfg.pad)?;
-    let logits = model.decode(&tgt, memory, mask)?;
-    let v = logits.shape()[2];
-    let lp = logits.value().log_softmax(-1)?;
+    let lp = model.decode(&tgt, memory, mask)?.value().log_softmax(-1)?;
     prefixes
         .iter()
         .enumerate()
@@ -40,7 +38,6 @@ fn next_log_probs<T: Element>(
                 .index_axis(0, p.len() - 1)?
                 .to_vec()
                 .iter()
-                .take(v)
                 .map(|x| x.as_f64())
                 .collect())
         })

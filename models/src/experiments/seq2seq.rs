@@ -463,7 +463,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             .iter()
             .map(|&seed| train_arm(opt, &corpus, &vocab, &s, beam, seed, &mut metrics))
             .collect::<Result<Vec<_>>>()?;
-        let mean = |f: &dyn Fn(&ArmResult) -> f64| -> Vec<f64> { runs.iter().map(f).collect() };
+        let values = |f: &dyn Fn(&ArmResult) -> f64| -> Vec<f64> { runs.iter().map(f).collect() };
         let name = match opt {
             Optimiser::Adam => format!("Adam (peak lr {})", s.lr),
             Optimiser::Sam => format!("SAM around Adam, ρ = {}", s.hyper.rho),
@@ -474,13 +474,13 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         };
         table.row(vec![
             name,
-            crate::report::mean_std(&mean(&|r| r.bleu_greedy), 2),
-            crate::report::mean_std(&mean(&|r| r.bleu_beam), 2),
-            crate::report::mean_std(&mean(&|r| r.exact), 1),
-            crate::report::mean_std(&mean(&|r| r.train_loss), 4),
+            crate::report::mean_std(&values(&|r| r.bleu_greedy), 2),
+            crate::report::mean_std(&values(&|r| r.bleu_beam), 2),
+            crate::report::mean_std(&values(&|r| r.exact), 1),
+            crate::report::mean_std(&values(&|r| r.train_loss), 4),
             format!(
                 "{:.1}",
-                mean(&|r| r.seconds_per_epoch).iter().sum::<f64>() / runs.len() as f64
+                values(&|r| r.seconds_per_epoch).iter().sum::<f64>() / runs.len() as f64
             ),
         ]);
         if opt == optimisers[0] {
