@@ -123,18 +123,27 @@ pub fn beam_search<T: Element>(
             let prefixes: Vec<Vec<usize>> = live.iter().map(|(p, _)| p.clone()).collect();
             let lp = next_log_probs(model, &Var::constant(memory_n), &mask_n, &prefixes, cfg)?;
             let scores: Vec<f64> = live.iter().map(|(_, s)| *s).collect();
-            let mut candidates: Vec<(f64, usize, usize)> = lp
+            let mut candidates: Vec<(f64, usize, f64, usize)> = lp
                 .iter()
                 .enumerate()
                 .flat_map(|(h, row)| {
                     let base = scores[h];
-                    row.iter().enumerate().map(move |(t, &l)| (base + l, h, t))
+                    row.iter()
+                        .enumerate()
+                        .map(move |(t, &l)| (base + l, h, l, t))
                 })
                 .collect();
-            // Highest score first; ties to the earlier hypothesis, then the lower id.
-            candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+            // Highest score first; ties (the sum may round two steps together) to the
+            // earlier hypothesis, then the more probable step, then the lower id —
+            // so that one beam picks exactly greedy's token.
+            candidates.sort_by(|a, b| {
+                b.0.total_cmp(&a.0)
+                    .then(a.1.cmp(&b.1))
+                    .then(b.2.total_cmp(&a.2))
+                    .then(a.3.cmp(&b.3))
+            });
             let mut next = Vec::new();
-            for (score, h, t) in candidates.into_iter().take(beam - done.len()) {
+            for (score, h, _, t) in candidates.into_iter().take(beam - done.len()) {
                 let mut seq = live[h].0.clone();
                 seq.push(t);
                 if t == cfg.eos {

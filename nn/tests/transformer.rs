@@ -368,3 +368,35 @@ fn heads_one_at_a_time_give_the_same_bits_as_all_at_once() {
     .unwrap();
     assert!(split.value().bit_eq(whole.value()));
 }
+
+#[test]
+fn a_per_head_mask_is_sliced_per_head_when_heads_run_one_at_a_time() {
+    // A 3-D mask [H, Lq, Lk]: head 0 causal, head 1 open.
+    let l = 1500;
+    let causal = causal_mask::<f64>(l, l).unwrap();
+    let mask = Tensor::stack(&[&causal, &Tensor::zeros(&[l, l]).unwrap()], 0).unwrap();
+    let (q, k, v) = (
+        rand(&[1, 2, l, 2], 4),
+        rand(&[1, 2, l, 2], 5),
+        rand(&[1, 2, l, 2], 6),
+    );
+    let split = autograd::no_grad(|| {
+        scaled_dot_product_attention(
+            &Var::constant(q.clone()),
+            &Var::constant(k.clone()),
+            &Var::constant(v.clone()),
+            Some(&mask),
+            None,
+        )
+    })
+    .unwrap();
+    let whole = scaled_dot_product_attention(
+        &Var::leaf(q),
+        &Var::leaf(k),
+        &Var::leaf(v),
+        Some(&mask),
+        None,
+    )
+    .unwrap();
+    assert!(split.value().bit_eq(whole.value()));
+}

@@ -8,7 +8,7 @@
 use crate::cli::RunConfig;
 use crate::experiments::llqr_sam::{Hyper, Method, Stepper};
 use crate::report::{progress::Progress, Metrics, RunDir, Table};
-use crate::text::bleu::corpus_bleu;
+use crate::text::bleu::{corpus_bleu, tokenize_13a};
 use crate::text::synthetic;
 use crate::text::vocab::{Vocab, BOS, EOS, PAD};
 use autograd::Var;
@@ -337,7 +337,8 @@ pub fn train_arm(
         let ids = vocab.encode(src);
         let g = vocab.decode(&greedy(&model, &ids, &cfg)?);
         let b = vocab.decode(&beam_search(&model, &ids, beam, 0.6, &cfg)?);
-        exact += usize::from(&g == reference);
+        // The output is 13a tokens joined by spaces; so is the reference compared.
+        exact += usize::from(g == tokenize_13a(reference));
         if examples.len() < 3 {
             examples.push((src.clone(), reference.clone(), g.clone()));
         }

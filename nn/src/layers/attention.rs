@@ -121,7 +121,10 @@ pub fn scaled_dot_product_attention<T: Element>(
         let heads = (0..h)
             .map(|i| {
                 let m = match mask {
-                    Some(m) if m.ndim() == 4 && m.shape()[1] == h => Some(m.narrow(1, i, 1)?),
+                    // The mask's head axis is third from the end (masks align right).
+                    Some(m) if m.ndim() >= 3 && m.shape()[m.ndim() - 3] == h => {
+                        Some(m.narrow(m.ndim() as isize - 3, i, 1)?)
+                    }
                     other => other.cloned(),
                 };
                 scaled_dot_product_attention(
