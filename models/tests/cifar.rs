@@ -2,6 +2,10 @@
 //! learn it with SGD and with the closed-form head, every optimiser runs end to end
 //! on CIFAR-format files, runs repeat to the bit, and bad options are named.
 
+mod common;
+
+use common::{args, tmpdir};
+
 use models::cli::RunConfig;
 use models::data::cifar::IMAGE_BYTES;
 use models::experiments::cifar::data::{load, upscale_digits};
@@ -12,13 +16,6 @@ use models::experiments::llqr_sam::Hyper;
 use models::report::Metrics;
 use nn::augment::Augment;
 use nn::checkpoint::AnyTensor;
-use std::path::PathBuf;
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("models-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn settings(width: usize, epochs: usize) -> Settings {
     Settings {
@@ -47,10 +44,6 @@ fn settings(width: usize, epochs: usize) -> Settings {
         },
         quiet: true,
     }
-}
-
-fn args(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| s.to_string()).collect()
 }
 
 #[test]

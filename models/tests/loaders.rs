@@ -1,16 +1,13 @@
 //! Loaders on files the tests write: valid files load exactly; truncated or corrupt
 //! ones give errors naming the file and the problem.
 
+mod common;
+
+use common::tmpdir;
+
 use models::data::cifar::{load_cifar, load_cifar_dir, CifarKind, IMAGE_BYTES};
 use models::data::csv::{load_csv, parse_csv};
 use models::data::idx::{load_idx, load_mnist, parse_idx};
-use std::path::PathBuf;
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("models-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn idx_bytes(shape: &[u32], data: &[u8]) -> Vec<u8> {
     let mut b = vec![0, 0, 0x08, shape.len() as u8];

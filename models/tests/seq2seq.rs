@@ -2,23 +2,16 @@
 //! (BLEU far above an untrained model's), every optimiser runs end to end on parallel
 //! text files, and malformed corpora are named.
 
+mod common;
+
+use common::{args, tmpdir};
+
 use models::cli::RunConfig;
 use models::experiments::llqr_sam::Hyper;
 use models::experiments::seq2seq::{corpus, run, train_arm, Optimiser, Settings};
 use models::report::Metrics;
 use models::text::vocab::Vocab;
 use nn::nets::transformer::TransformerConfig;
-use std::path::PathBuf;
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("models-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn args(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| s.to_string()).collect()
-}
 
 #[test]
 fn a_small_transformer_learns_the_synthetic_language_pair() {

@@ -62,7 +62,11 @@ fn check(src: &[usize], cfg: &DecodeConfig) -> Result<()> {
     if src.is_empty() || cfg.max_len == 0 {
         return Err(Error::value(
             "decode",
-            "needs a non-empty source and max_len ≥ 1",
+            format!(
+                "needs a non-empty source and max_len ≥ 1, got {} source tokens and max_len {}",
+                src.len(),
+                cfg.max_len
+            ),
         ));
     }
     Ok(())

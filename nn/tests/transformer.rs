@@ -338,6 +338,35 @@ fn bad_attention_inputs_are_named() {
     assert!(TokenBatch::new(&[vec![]], 0).is_err());
 }
 
+/// Attention without recording (heads one at a time, the scores being over budget)
+/// equals attention on recording leaves (all heads at once) to the bit.
+fn assert_heads_one_at_a_time_match(
+    q: Tensor<f64>,
+    k: Tensor<f64>,
+    v: Tensor<f64>,
+    mask: &Tensor<f64>,
+) {
+    let split = autograd::no_grad(|| {
+        scaled_dot_product_attention(
+            &Var::constant(q.clone()),
+            &Var::constant(k.clone()),
+            &Var::constant(v.clone()),
+            Some(mask),
+            None,
+        )
+    })
+    .unwrap();
+    let whole = scaled_dot_product_attention(
+        &Var::leaf(q),
+        &Var::leaf(k),
+        &Var::leaf(v),
+        Some(mask),
+        None,
+    )
+    .unwrap();
+    assert!(split.value().bit_eq(whole.value()));
+}
+
 #[test]
 fn heads_one_at_a_time_give_the_same_bits_as_all_at_once() {
     // 2 heads × 1500 × 1500 scores exceed the budget, so without recording the
@@ -348,25 +377,7 @@ fn heads_one_at_a_time_give_the_same_bits_as_all_at_once() {
         rand(&[1, 2, 1500, 2], 3),
     );
     let mask = causal_mask::<f64>(1500, 1500).unwrap();
-    let split = autograd::no_grad(|| {
-        scaled_dot_product_attention(
-            &Var::constant(q.clone()),
-            &Var::constant(k.clone()),
-            &Var::constant(v.clone()),
-            Some(&mask),
-            None,
-        )
-    })
-    .unwrap();
-    let whole = scaled_dot_product_attention(
-        &Var::leaf(q),
-        &Var::leaf(k),
-        &Var::leaf(v),
-        Some(&mask),
-        None,
-    )
-    .unwrap();
-    assert!(split.value().bit_eq(whole.value()));
+    assert_heads_one_at_a_time_match(q, k, v, &mask);
 }
 
 #[test]
@@ -380,23 +391,80 @@ fn a_per_head_mask_is_sliced_per_head_when_heads_run_one_at_a_time() {
         rand(&[1, 2, l, 2], 5),
         rand(&[1, 2, l, 2], 6),
     );
-    let split = autograd::no_grad(|| {
+    assert_heads_one_at_a_time_match(q, k, v, &mask);
+}
+
+#[test]
+fn attention_on_strided_views_equals_attention_on_copies() {
+    // Heads split off a [B, L, H, D] layout, as multi-head attention does.
+    let views: Vec<Tensor<f64>> = (0..3)
+        .map(|i| rand(&[2, 5, 3, 4], 20 + i).permute(&[0, 2, 1, 3]).unwrap())
+        .collect();
+    assert!(!views[0].is_contiguous());
+    let mask = causal_mask::<f64>(5, 5).unwrap();
+    let run = |t: &[Tensor<f64>]| {
         scaled_dot_product_attention(
-            &Var::constant(q.clone()),
-            &Var::constant(k.clone()),
-            &Var::constant(v.clone()),
+            &Var::constant(t[0].clone()),
+            &Var::constant(t[1].clone()),
+            &Var::constant(t[2].clone()),
             Some(&mask),
             None,
         )
-    })
-    .unwrap();
-    let whole = scaled_dot_product_attention(
-        &Var::leaf(q),
-        &Var::leaf(k),
-        &Var::leaf(v),
-        Some(&mask),
-        None,
-    )
-    .unwrap();
-    assert!(split.value().bit_eq(whole.value()));
+        .unwrap()
+        .value()
+        .clone()
+    };
+    let copies: Vec<Tensor<f64>> = views.iter().map(|t| t.contiguous()).collect();
+    assert!(run(&views).bit_eq(&run(&copies)));
+    let r = gradcheck(
+        |x| scaled_dot_product_attention(&x[0], &x[1], &x[2], Some(&mask), None),
+        &views,
+        &GradcheckOptions::default(),
+    );
+    assert!(r.is_ok(), "{r:?}");
+}
+
+#[test]
+fn bad_masks_positions_lengths_and_decode_settings_are_named() {
+    let e = causal_mask::<f64>(4, 3).err().unwrap().to_string();
+    assert!(e.contains("4 queries cannot follow 3 keys"), "{e}");
+    let e = padding_mask::<f64>(&[2, 0], 3).err().unwrap().to_string();
+    assert!(e.contains("a length of 0 is not in 1..=3"), "{e}");
+    let store = ParamStore::<f64>::new();
+    let pos = nn::LearnedPositional::new(&store.root(), 4, 2, &mut Rng::new(0)).unwrap();
+    let e = pos
+        .add_to(&Var::constant(rand(&[1, 5, 2], 0)))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("L ≤ 4"), "{e}");
+    let model = tiny_transformer(&store, true);
+    let long = vec![4; 40];
+    let e = model
+        .forward(
+            &TokenBatch::new(&[long], 0).unwrap(),
+            &TokenBatch::new(&[vec![1]], 0).unwrap(),
+        )
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("40 tokens exceeds max_len 32"), "{e}");
+    let cfg = DecodeConfig {
+        pad: 0,
+        bos: 1,
+        eos: 2,
+        max_len: 5,
+    };
+    let e = beam_search(&model, &[4, 5], 0, 0.0, &cfg)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("beam ≥ 1") && e.contains("got 0"), "{e}");
+    let e = greedy(&model, &[], &cfg).err().unwrap().to_string();
+    assert!(e.contains("0 source tokens"), "{e}");
+    let e = greedy(&model, &[4], &DecodeConfig { max_len: 0, ..cfg })
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("max_len 0"), "{e}");
 }

@@ -6,7 +6,7 @@
 //! held-out sentences.
 
 use crate::cli::RunConfig;
-use crate::experiments::llqr_sam::{Hyper, Method, Stepper};
+use crate::experiments::llqr_sam::{preconditioning_batch, Hyper, Method, Stepper};
 use crate::report::{progress::Progress, Metrics, RunDir, Table};
 use crate::text::bleu::{corpus_bleu, tokenize_13a};
 use crate::text::synthetic;
@@ -226,16 +226,19 @@ fn batch_logits(
         .enumerate()
         .flat_map(|(b, &l)| (0..l).map(move |t| b * tgt.len + t))
         .collect();
-    let labels = idx
-        .iter()
-        .flat_map(|&i| data.labels[i].iter().copied())
-        .collect();
     Ok((
         logits
             .reshape(&[tgt.batch() * tgt.len, v])?
             .index_select(0, &rows)?,
-        labels,
+        batch_labels(data, idx),
     ))
+}
+
+/// The labels of the pairs at `idx`, in the order of [`batch_logits`]'s rows.
+fn batch_labels(data: &Encoded, idx: &[usize]) -> Vec<usize> {
+    idx.iter()
+        .flat_map(|&i| data.labels[i].iter().copied())
+        .collect()
 }
 
 /// What one arm produced.
@@ -303,13 +306,10 @@ pub fn train_arm(
             let start = Instant::now();
             stepper.set_lr(base_lr * schedule.factor(step))?;
             if let (true, Stepper::Llqr(l)) = (stepper.refresh_due(), &mut stepper) {
-                let pick: Vec<usize> = (0..s.batch)
-                    .map(|_| precond.below(n as u64).map(|i| i as usize))
-                    .collect::<Result<_>>()?;
-                let (_, labels) = batch_logits(&model, &train, &pick)?;
+                let pick = preconditioning_batch(&mut precond, s.hyper.precond_batch, n)?;
                 l.refresh(
                     &|| batch_logits(&model, &train, &pick).map(|(x, _)| x),
-                    &labels,
+                    &batch_labels(&train, &pick),
                 )?;
             }
             let value = stepper.step(&|| {

@@ -107,7 +107,7 @@ pub fn one_hot(d: &Dataset, idx: &[usize]) -> Result<Tensor<f32>> {
     match &d.y {
         Targets::Classes { labels, classes } => {
             let picked: Vec<usize> = idx.iter().map(|&i| labels[i]).collect();
-            Ok(Tensor::<f32>::one_hot(&picked, *classes)?)
+            Tensor::one_hot(&picked, *classes)
         }
         Targets::Values(_) => Err(Error::value("cifar", "needs class labels")),
     }

@@ -9,7 +9,7 @@ pub mod data;
 pub mod network;
 
 use crate::cli::RunConfig;
-use crate::experiments::llqr_sam::{Hyper, Method, Stepper};
+use crate::experiments::llqr_sam::{preconditioning_batch, Hyper, Method, Stepper};
 use crate::report::{mean_std, progress::Progress, Metrics, RunDir, Table};
 use crate::train::batch_x;
 use autograd::{no_grad, Var};
@@ -340,9 +340,11 @@ pub fn train_arm(
                 Training::Step(stepper) => {
                     stepper.set_lr(lr)?;
                     if let (true, Stepper::Llqr(l)) = (stepper.refresh_due(), &mut *stepper) {
-                        let pick: Vec<usize> = (0..s.hyper.precond_batch)
-                            .map(|_| precond_rng.below(labels.len() as u64).map(|i| i as usize))
-                            .collect::<Result<_>>()?;
+                        let pick = preconditioning_batch(
+                            &mut precond_rng,
+                            s.hyper.precond_batch,
+                            labels.len(),
+                        )?;
                         let xp = Var::constant(batch_x(&images.train, &pick)?);
                         let yp: Vec<usize> = pick.iter().map(|&i| labels[i]).collect();
                         let saved = buffers(&store);

@@ -2,7 +2,7 @@
 //! several seeds, on clean labels and with symmetric label noise; test accuracy on
 //! the clean held-out set and wall-clock per step (LLQR's refreshes amortised).
 
-use super::{Hyper, Method, Stepper};
+use super::{preconditioning_batch, Hyper, Method, Stepper};
 use crate::cli::RunConfig;
 use crate::data::Dataset;
 use crate::experiments::digits::split;
@@ -113,9 +113,8 @@ pub fn train_arm(
             stepper.set_lr(hyper.lr * schedule.factor(step))?;
             let start = Instant::now();
             if let (true, Stepper::Llqr(l)) = (stepper.refresh_due(), &mut stepper) {
-                let pick: Vec<usize> = (0..hyper.precond_batch)
-                    .map(|_| precond_rng.below(train.len() as u64).map(|i| i as usize))
-                    .collect::<Result<_>>()?;
+                let pick =
+                    preconditioning_batch(&mut precond_rng, hyper.precond_batch, train.len())?;
                 let xp = Var::constant(batch_x(train, &pick)?);
                 let labels: Vec<usize> = pick.iter().map(|&i| train_labels[i]).collect();
                 l.refresh(&|| mlp.forward(&xp), &labels)?;

@@ -9,7 +9,7 @@ use autograd::{backward, Var};
 use nn::{Param, ParamGrads};
 use optim::llqr::{Geometry, LlqrConfig, LlqrSam, PerturbationNorm};
 use optim::{Optimizer, Sam, SamVariant, Sgd, SgdConfig};
-use tensor::Result;
+use tensor::{Result, Rng};
 
 /// One optimiser of the comparison.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -231,4 +231,11 @@ impl Stepper {
             .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
         Some((mean, lo, hi))
     }
+}
+
+/// LLQR's preconditioning batch: `count` indices below `len`, drawn with replacement.
+pub fn preconditioning_batch(rng: &mut Rng, count: usize, len: usize) -> Result<Vec<usize>> {
+    (0..count)
+        .map(|_| rng.below(len as u64).map(|i| i as usize))
+        .collect()
 }
