@@ -210,3 +210,25 @@ fn the_vit_experiment_runs_every_optimiser() {
     assert!(!text.contains("NaN"), "{text}");
     std::fs::remove_dir_all(&out).unwrap();
 }
+
+#[test]
+fn a_bad_patch_and_constant_images_are_named() {
+    let e = run(&RunConfig::parse(&args(&[
+        "--quick", "--quiet", "--model", "vit-tiny", "--patch", "5",
+    ]))
+    .unwrap())
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("--patch 5 must divide 32"), "{e}");
+    let dir = tmpdir("cifar-constant");
+    let mut record = vec![0u8];
+    record.extend(vec![7u8; IMAGE_BYTES]);
+    for i in 1..=5 {
+        std::fs::write(dir.join(format!("data_batch_{i}.bin")), &record).unwrap();
+    }
+    std::fs::write(dir.join("test_batch.bin"), &record).unwrap();
+    let e = load(Some(&dir), 0).err().unwrap().to_string();
+    assert!(e.contains("constant"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

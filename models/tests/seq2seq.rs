@@ -124,3 +124,22 @@ fn every_optimiser_runs_on_parallel_text_files() {
     assert!(e.contains("test.tgt"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn bad_optimisers_and_norms_are_named() {
+    for (extra, needle) in [
+        (["--optimisers", "lbfgs"], "unknown optimiser 'lbfgs'"),
+        (
+            ["--norm", "middle"],
+            "--norm must be pre or post, got 'middle'",
+        ),
+    ] {
+        let mut a = args(&["--quick", "--quiet", "--pairs", "20", "--test-pairs", "2"]);
+        a.extend(args(&extra));
+        let e = run(&RunConfig::parse(&a).unwrap())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains(needle), "{extra:?}: {e}");
+    }
+}

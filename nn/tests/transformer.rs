@@ -468,3 +468,13 @@ fn bad_masks_positions_lengths_and_decode_settings_are_named() {
         .to_string();
     assert!(e.contains("max_len 0"), "{e}");
 }
+
+#[test]
+fn a_patch_that_does_not_divide_the_image_is_named() {
+    let store = ParamStore::<f32>::new();
+    let e = Vit::new(&store.root(), VitConfig::tiny(32, 5, 10), &mut Rng::new(0))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("the patch must divide the image"), "{e}");
+}
