@@ -141,3 +141,23 @@ fn symmetric_label_noise_flips_the_stated_fraction_to_uniform_other_classes() {
     let regression = builtin::diabetes().unwrap();
     assert!(regression.with_label_noise(0.1, &mut Rng::new(0)).is_err());
 }
+
+#[test]
+fn a_large_constant_column_keeps_scale_one() {
+    // A constant column of 730000.37: its computed mean rounds, leaving a spurious
+    // spread of a few ulps (3.5e-10 here), which must not become its scale.
+    let x = tensor::Tensor::from_vec(
+        (0..300).flat_map(|i| [730000.37, i as f64]).collect(),
+        &[300, 2],
+    )
+    .unwrap();
+    let spurious = x.std(&[0], 0, false).unwrap().to_vec()[0];
+    assert!(
+        spurious > 1e-12,
+        "the premise: a non-zero rounding spread, got {spurious}"
+    );
+    let z = Standardizer::fit(&x).unwrap().transform(&x).unwrap();
+    for row in z.to_vec().chunks(2) {
+        assert!(row[0].abs() < 1e-6, "{}", row[0]);
+    }
+}

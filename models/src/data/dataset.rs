@@ -174,9 +174,16 @@ pub struct Standardizer {
     std: Tensor<f64>,
 }
 
+/// True when a standard deviation `s` around `mean` is more than the rounding of
+/// the mean itself (a constant column computes to a spread of a few ulps of its
+/// value, so an absolute threshold misses large constants).
+pub fn is_spread(s: f64, mean: f64) -> bool {
+    s > 64.0 * f64::EPSILON * mean.abs() + 1e-12
+}
+
 impl Standardizer {
     /// Mean and standard deviation of each column of `x` (`[n, d]`); constant
-    /// columns keep scale 1.
+    /// columns (see [`is_spread`]) keep scale 1.
     pub fn fit(x: &Tensor<f64>) -> Result<Self> {
         if x.ndim() != 2 || x.shape()[0] < 2 {
             return Err(Error::shape(
@@ -185,9 +192,15 @@ impl Standardizer {
             ));
         }
         let mean = x.mean(&[0], true)?;
-        let std = x
-            .std(&[0], 0, true)?
-            .map(|s| if s > 1e-12 { s } else { 1.0 });
+        let std = x.std(&[0], 0, true)?;
+        let std = Tensor::from_vec(
+            std.to_vec()
+                .iter()
+                .zip(mean.to_vec())
+                .map(|(&s, m)| if is_spread(s, m) { s } else { 1.0 })
+                .collect(),
+            std.shape(),
+        )?;
         Ok(Standardizer { mean, std })
     }
 

@@ -3,6 +3,7 @@
 //! standardised per channel with statistics of the training set.
 
 use crate::data::cifar::{load_cifar_dir, CifarKind};
+use crate::data::dataset::is_spread;
 use crate::data::{Dataset, Targets};
 use crate::experiments::digits;
 use std::path::Path;
@@ -90,13 +91,11 @@ fn standardise(images: &mut Images) -> Result<()> {
     let x = &images.train.x;
     let mean = x.mean(&[0, 2, 3], true)?;
     let std = x.sub(&mean)?.square().mean(&[0, 2, 3], true)?.sqrt();
-    // A constant channel leaves only the rounding of its mean (a few ulps of the
-    // value) as its spread; real pixels in [0, 1] spread by ~0.1.
     let constant = std
         .to_vec()
         .iter()
         .zip(mean.to_vec())
-        .position(|(&s, m)| !(s > 1e-9 * (1.0 + m.abs())));
+        .position(|(&s, m)| !is_spread(s, m));
     if let Some(c) = constant {
         return Err(Error::value(
             "cifar",
