@@ -101,7 +101,12 @@ fn step_cost(c: &mut Criterion) {
         ] {
             let mut opt = p.llqr(0.0, geometry);
             g.bench_with_input(BenchmarkId::new(name, &id), &id, |b, _| {
-                b.iter(|| black_box(opt.refresh(&|| p.mlp.forward(&p.x), &p.labels).unwrap()))
+                b.iter(|| {
+                    black_box(
+                        opt.refresh(&|| p.mlp.forward(&p.x), &p.labels, 0.0)
+                            .unwrap(),
+                    )
+                })
             });
         }
     }

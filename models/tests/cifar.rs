@@ -8,10 +8,11 @@ use common::{args, tmpdir};
 
 use models::cli::RunConfig;
 use models::data::cifar::IMAGE_BYTES;
-use models::experiments::cifar::data::{load, upscale_digits};
+use models::experiments::cifar::data::{load, pad_mnist, upscale_digits};
 use models::experiments::cifar::network::Network;
 use models::experiments::cifar::{run, train_arm, Optimiser, Settings};
 use models::experiments::digits;
+use models::experiments::images::ImageSet;
 use models::experiments::llqr_sam::Hyper;
 use models::report::Metrics;
 use nn::augment::Augment;
@@ -63,7 +64,7 @@ fn the_substitute_is_each_digit_pixel_as_a_4x4_block_in_three_channels() {
         }
     }
     // After standardisation every channel of the training set has mean 0, std 1.
-    let images = load(None, 0).unwrap();
+    let images = load(None, ImageSet::Digits, (0, 0)).unwrap();
     let x = &images.train.x;
     let mean = x.mean(&[0, 2, 3], false).unwrap().to_vec();
     let var = x.square().mean(&[0, 2, 3], false).unwrap().to_vec();
@@ -73,8 +74,41 @@ fn the_substitute_is_each_digit_pixel_as_a_4x4_block_in_three_channels() {
 }
 
 #[test]
+fn the_mnist_substitute_is_each_digit_inside_a_two_pixel_border_in_three_channels() {
+    let (train, _) = models::data::builtin::mnist().unwrap();
+    let few = train.subset(&[0, 1, 2]).unwrap();
+    let padded = pad_mnist(&few).unwrap();
+    assert_eq!(padded.x.shape(), &[3, 3, 32, 32]);
+    let (src, dst) = (few.x.to_vec(), padded.x.to_vec());
+    for (n, img) in src.chunks(784).enumerate() {
+        for c in 0..3 {
+            for y in 0..32 {
+                for x in 0..32 {
+                    let v = dst[((n * 3 + c) * 32 + y) * 32 + x];
+                    let inside = (2..30).contains(&y) && (2..30).contains(&x);
+                    let want = if inside {
+                        img[(y - 2) * 28 + x - 2]
+                    } else {
+                        0.0
+                    };
+                    assert_eq!(v, want);
+                }
+            }
+        }
+    }
+    assert!(pad_mnist(&digits::split().unwrap().0).is_err());
+    // Both limits apply, and the labels follow their images.
+    let images = load(None, ImageSet::Mnist, (300, 100)).unwrap();
+    assert_eq!((images.train.len(), images.test.len()), (300, 100));
+    assert_eq!(
+        images.train.labels().unwrap().0,
+        &train.labels().unwrap().0[..300]
+    );
+}
+
+#[test]
 fn a_narrow_resnet_learns_the_substitute_with_sgd_and_with_the_closed_form_head() {
-    let images = load(None, 480).unwrap();
+    let images = load(None, ImageSet::Digits, (480, 0)).unwrap();
     let s = settings(4, 5);
     for opt in [Optimiser::Sgd, Optimiser::ClosedForm] {
         let r = train_arm(opt, &images, &s, 0, &mut Metrics::default()).unwrap();
@@ -86,7 +120,7 @@ fn a_narrow_resnet_learns_the_substitute_with_sgd_and_with_the_closed_form_head(
 
 #[test]
 fn training_repeats_to_the_bit() {
-    let images = load(None, 64).unwrap();
+    let images = load(None, ImageSet::Digits, (64, 0)).unwrap();
     let s = settings(2, 1);
     for opt in [Optimiser::Sam, Optimiser::LlqrSam] {
         let a = train_arm(opt, &images, &s, 5, &mut Metrics::default()).unwrap();
@@ -228,7 +262,10 @@ fn a_bad_patch_and_constant_images_are_named() {
         std::fs::write(dir.join(format!("data_batch_{i}.bin")), &record).unwrap();
     }
     std::fs::write(dir.join("test_batch.bin"), &record).unwrap();
-    let e = load(Some(&dir), 0).err().unwrap().to_string();
+    let e = load(Some(&dir), ImageSet::Mnist, (0, 0))
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("constant"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

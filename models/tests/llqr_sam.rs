@@ -48,8 +48,8 @@ fn llqr_sam_learns_digits_and_moves_its_preconditioner() {
         r.accuracy,
         sgd.accuracy
     );
-    let (_, lo, hi) = r.preconditioner.expect("LLQR has a preconditioner");
-    assert!(lo < 0.99 || hi > 1.01, "U stayed at I: [{lo}, {hi}]");
+    let u = r.preconditioner.expect("LLQR has a preconditioner");
+    assert!(u.min < 0.99 || u.max > 1.01, "U stayed at I: {}", u.cell());
 }
 
 #[test]

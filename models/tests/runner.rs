@@ -161,3 +161,32 @@ fn a_large_constant_column_keeps_scale_one() {
         assert!(row[0].abs() < 1e-6, "{}", row[0]);
     }
 }
+
+#[test]
+fn the_image_option_picks_the_set_and_names_bad_values() {
+    use models::cli::RunConfig;
+    use models::experiments::images::{load, ImageSet};
+    let cfg = |args: &[&str]| {
+        RunConfig::parse(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
+    };
+    let m = load(&cfg(&[]), ImageSet::Mnist, (100, 50)).unwrap();
+    assert_eq!((m.train.len(), m.test.len(), m.side), (100, 50, 28));
+    assert!(
+        m.description.contains("first 100 of 8000"),
+        "{}",
+        m.description
+    );
+    let d = load(&cfg(&["--dataset", "digits"]), ImageSet::Mnist, (0, 0)).unwrap();
+    assert_eq!((d.train.len(), d.test.len(), d.side), (1438, 359, 8));
+    let sized = load(&cfg(&["--train-size", "7"]), ImageSet::Digits, (100, 0)).unwrap();
+    assert_eq!(sized.train.len(), 7);
+    let err = |args: &[&str]| {
+        load(&cfg(args), ImageSet::Mnist, (0, 0))
+            .err()
+            .expect("an error")
+            .to_string()
+    };
+    assert!(err(&["--dataset", "cifar"]).contains("expected mnist or digits"));
+    assert!(err(&["--dataset", "digits", "--data", "/tmp"]).contains("takes none"));
+    assert!(err(&["--data", "/no/such/dir"]).contains("neither train-images-idx3-ubyte"));
+}

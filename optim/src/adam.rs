@@ -21,6 +21,10 @@ pub struct AdamConfig {
     pub weight_decay: f64,
     /// Decoupled weight decay (AdamW).
     pub decoupled: bool,
+    /// Weight decay also on parameters of fewer than two axes (norm scales, biases);
+    /// `false` masks them out, as the authors of LLQR+SAM do for ViT and the
+    /// Transformer (and as optax's and timm's recipes do).
+    pub decay_vectors: bool,
 }
 
 impl AdamConfig {
@@ -33,6 +37,7 @@ impl AdamConfig {
             eps: 1e-8,
             weight_decay: 0.0,
             decoupled: false,
+            decay_vectors: true,
         }
     }
 
@@ -55,6 +60,12 @@ impl AdamConfig {
     /// With weight decay.
     pub fn weight_decay(mut self, wd: f64) -> Self {
         self.weight_decay = wd;
+        self
+    }
+
+    /// Without weight decay on parameters of fewer than two axes (norms, biases).
+    pub fn mask_vector_decay(mut self) -> Self {
+        self.decay_vectors = false;
         self
     }
 }
@@ -119,6 +130,11 @@ impl<T: Element> Optimizer<T> for Adam<T> {
         let mut updates = Vec::with_capacity(self.params.len());
         for (i, (p, g)) in self.params.iter().zip(grads.tensors()).enumerate() {
             let theta = p.value();
+            let wd = if c.decay_vectors || theta.ndim() >= 2 {
+                wd
+            } else {
+                T::zero()
+            };
             let m = self.m[i]
                 .clone()
                 .unwrap_or_else(|| Tensor::zeros_like(&theta));

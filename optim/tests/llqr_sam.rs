@@ -6,8 +6,8 @@
 use autograd::Var;
 use nn::{loss, Activation, Mlp, Module, ParamStore};
 use optim::llqr::{
-    dense_curvature, exact_lqr_step, fisher_vector_product, hessian_vector_product, InnerSolve,
-    LlqrConfig, LlqrSam, PerturbationNorm, Preconditioner, Structure,
+    dense_curvature, exact_lqr_step, fisher_vector_product, hessian_vector_product, BatchScale,
+    InnerSolve, LlqrConfig, LlqrSam, PerturbationNorm, Preconditioner, Structure,
 };
 use optim::{Sam, SamVariant, Sgd, SgdConfig};
 use tensor::{Rng, Tensor};
@@ -50,7 +50,7 @@ impl Tiny {
     fn fisher(&self) -> Tensor<f64> {
         let p = self.store.trainable();
         dense_curvature(&p, &|v: &[Tensor<f64>]| {
-            fisher_vector_product(&p, &self.logits()?, v)
+            fisher_vector_product(&p, &self.logits()?, v, BatchScale::Mean)
         })
         .unwrap()
     }
@@ -119,7 +119,7 @@ fn hessian_vector_products_match_finite_differences_of_the_gradient() {
 fn gvp_of(t: &Tiny) -> impl Fn(&[Tensor<f64>]) -> tensor::Result<Vec<Tensor<f64>>> + '_ {
     move |v: &[Tensor<f64>]| {
         let p = t.store.trainable();
-        fisher_vector_product(&p, &t.logits()?, v)
+        fisher_vector_product(&p, &t.logits()?, v, BatchScale::Mean)
     }
 }
 
@@ -149,7 +149,7 @@ fn a_learned_dense_preconditioner_reaches_the_minimum_of_the_quadratic_model() {
         clip: 1e6,
         damping,
     };
-    let trace = u.learn(&g, &gvp_of(&t), &cfg).unwrap();
+    let trace = u.learn(&g, &gvp_of(&t), &cfg).unwrap().objective;
     let j = *trace.last().unwrap();
     assert!(j < trace[0], "J did not decrease: {} -> {j}", trace[0]);
     assert!(
@@ -171,7 +171,7 @@ fn diagonal_and_kfac_fits_decrease_the_objective_monotonically() {
             clip: 1e6,
             damping: 0.01,
         };
-        let trace = u.learn(&g, &gvp_of(&t), &cfg).unwrap();
+        let trace = u.learn(&g, &gvp_of(&t), &cfg).unwrap().objective;
         assert!(
             trace.windows(2).all(|w| w[1] <= w[0] + 1e-15),
             "{structure:?}: {trace:?}"

@@ -19,6 +19,14 @@ fn idx(shape: &[u32]) -> Vec<u8> {
     out
 }
 
+/// Bytes in a gzip stream, as MNIST's files are distributed.
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(bytes).expect("writing to memory");
+    e.finish().expect("writing to memory")
+}
+
 fn random(rng: &mut Rng, len: usize) -> Vec<u8> {
     (0..len)
         .map(|_| rng.below(256).expect("256 > 0") as u8)
@@ -62,7 +70,16 @@ fn main() -> tensor::Result<()> {
             "safetensors_round_trip",
             (0..6).map(|i| random(&mut rng, 24 + 40 * i)).collect(),
         ),
-        ("idx", vec![idx(&[3, 4]), idx(&[5]), idx(&[2, 2, 2])]),
+        (
+            "idx",
+            vec![
+                idx(&[3, 4]),
+                idx(&[5]),
+                idx(&[2, 2, 2]),
+                gzip(&idx(&[2, 3, 3])),
+                gzip(&idx(&[64])),
+            ],
+        ),
         ("cifar", vec![cifar10, cifar100]),
         (
             "csv",

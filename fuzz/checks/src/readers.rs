@@ -1,5 +1,5 @@
 //! Hostile bytes into every reader: the safetensors checkpoint reader, the MNIST
-//! IDX, CIFAR binary and CSV loaders and the Burgers cache. Each must return an
+//! IDX (plain and gzip-compressed), CIFAR binary and CSV loaders and the Burgers cache. Each must return an
 //! error or a value consistent with the bytes — never panic, hang or allocate more
 //! than the input justifies — and what it accepts must survive a write/read round
 //! trip unchanged.
@@ -8,8 +8,9 @@ use crate::input::Input;
 use models::data::burgers::cache;
 use models::data::cifar::{parse_cifar, CifarKind, IMAGE_BYTES};
 use models::data::csv::parse_csv;
-use models::data::idx::parse_idx;
+use models::data::idx::{parse_idx, parse_idx_any};
 use nn::checkpoint::{self, AnyTensor, Checkpoint, Limits};
+use std::io::Write;
 use tensor::Tensor;
 
 /// The readers' bound on elements per tensor during fuzzing (the default is 2³²).
@@ -124,9 +125,30 @@ pub fn safetensors_round_trip(bytes: &[u8]) {
 
 /// Arbitrary bytes as an IDX file.
 pub fn idx(bytes: &[u8]) {
-    if let Ok(a) = parse_idx(bytes, "fuzz") {
+    let plain = parse_idx(bytes, "fuzz");
+    if let Ok(a) = &plain {
         assert_eq!(a.shape.iter().product::<usize>(), a.data.len());
         assert_eq!(a.data.len() + 4 + 4 * a.shape.len(), bytes.len());
+    }
+    // The same bytes as a gzip file: refused (bad magic, corrupt stream) or, when they
+    // are one, inflated within the cap and parsed like the plain bytes.
+    if let Ok(a) = parse_idx_any(bytes, FUZZ_MAX_ELEMENTS, "fuzz") {
+        assert_eq!(a.shape.iter().product::<usize>(), a.data.len());
+    }
+    // Wrapped in a valid gzip stream, they must give exactly the plain answer, and a
+    // cap below their length must refuse them by name.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(bytes).expect("writing to memory");
+    let gz = gz.finish().expect("writing to memory");
+    let inflated = parse_idx_any(&gz, FUZZ_MAX_ELEMENTS, "fuzz");
+    match (&plain, &inflated) {
+        (Ok(a), Ok(b)) => assert!(a.shape == b.shape && a.data == b.data),
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+        _ => panic!("gzip changed the IDX decision"),
+    }
+    if !bytes.is_empty() {
+        let e = parse_idx_any(&gz, bytes.len() - 1, "fuzz").unwrap_err();
+        assert!(e.to_string().contains("inflates past the cap"), "{e}");
     }
 }
 

@@ -2,10 +2,18 @@
 
 use super::csv::parse_csv;
 use super::dataset::{Dataset, Targets};
+use super::idx::{mnist_dataset, parse_idx_any, MAX_INFLATED_BYTES, MNIST_FILES};
 use tensor::{Result, Tensor};
 
 const DIGITS: &str = include_str!("../../data/digits.csv");
 const DIABETES: &str = include_str!("../../data/diabetes.csv");
+/// The four gzip IDX files of `data/mnist/`, in the order of [`MNIST_FILES`].
+const MNIST_GZ: [&[u8]; 4] = [
+    include_bytes!("../../data/mnist/train-images-idx3-ubyte.gz"),
+    include_bytes!("../../data/mnist/train-labels-idx1-ubyte.gz"),
+    include_bytes!("../../data/mnist/t10k-images-idx3-ubyte.gz"),
+    include_bytes!("../../data/mnist/t10k-labels-idx1-ubyte.gz"),
+];
 
 /// UCI optical handwritten digits: 1797 samples of 64 pixels (0..16, divided by 16
 /// here), 10 classes.
@@ -33,4 +41,20 @@ pub fn diabetes() -> Result<Dataset> {
     let x = t.narrow(1, 0, 10)?.contiguous();
     let y: Tensor<f64> = t.narrow(1, 10, 1)?.contiguous();
     Dataset::new(x, Targets::Values(y))
+}
+
+/// 10,000 real MNIST digits (28×28, pixels divided by 255 here) in the fixed,
+/// stratified split of `data/mnist/` (see its README): (8,000 train, 2,000 test).
+pub fn mnist() -> Result<(Dataset, Dataset)> {
+    let [a, b, c, d] = [0, 1, 2, 3].map(|i| {
+        parse_idx_any(
+            MNIST_GZ[i],
+            MAX_INFLATED_BYTES,
+            &format!("mnist/{}.gz", MNIST_FILES[i]),
+        )
+    });
+    Ok((
+        mnist_dataset(&a?, &b?, "mnist/train")?,
+        mnist_dataset(&c?, &d?, "mnist/t10k")?,
+    ))
 }

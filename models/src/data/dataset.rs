@@ -106,6 +106,25 @@ impl Dataset {
         Ok(order.chunks(batch_size).map(|c| c.to_vec()).collect())
     }
 
+    /// [`Dataset::batches`] without a ragged last batch: every batch has exactly
+    /// `batch_size` samples (a closed-form head fitted on a short last batch is not
+    /// the head of that batch size). An error when the set is smaller than one batch.
+    pub fn full_batches(
+        &self,
+        batch_size: usize,
+        rng: Option<&mut Rng>,
+    ) -> Result<Vec<Vec<usize>>> {
+        if batch_size > self.len() {
+            return Err(Error::value(
+                "batches",
+                format!("batch size {batch_size} exceeds the {} samples", self.len()),
+            ));
+        }
+        let mut all = self.batches(batch_size, rng)?;
+        all.retain(|b| b.len() == batch_size);
+        Ok(all)
+    }
+
     /// Class labels, or an error for a regression dataset.
     pub fn labels(&self) -> Result<(&[usize], usize)> {
         match &self.y {

@@ -1,6 +1,8 @@
-//! `digits`: an MLP classifier on the UCI digits, SGD against Adam, cross-entropy
-//! against the squared loss on one-hot targets.
+//! `digits` and `mnist`: an MLP classifier on an image set (the UCI digits or the
+//! shipped real MNIST, see [`super::images`]), SGD against Adam, cross-entropy against
+//! the squared loss on one-hot targets.
 
+use super::images::{self, ImageSet};
 use crate::cli::RunConfig;
 use crate::data::{builtin, Dataset};
 use crate::report::{mean_std, Metrics, RunDir, Table};
@@ -15,6 +17,19 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("epochs", "passes over the training set (quick 20, full 60)"),
     ("batch", "mini-batch size (32)"),
     ("hidden", "hidden width (128)"),
+    images::OPTIONS[0],
+    images::OPTIONS[1],
+    images::OPTIONS[2],
+];
+
+/// Options of the `mnist` experiment (the same, with MNIST's budget).
+pub const MNIST_OPTIONS: &[(&str, &str)] = &[
+    ("epochs", "passes over the training set (quick 8, full 30)"),
+    ("batch", "mini-batch size (32)"),
+    ("hidden", "hidden width (128)"),
+    images::OPTIONS[0],
+    images::OPTIONS[1],
+    images::OPTIONS[2],
 ];
 
 /// Which loss an arm trains on.
@@ -72,7 +87,7 @@ pub fn train_arm(
     let h = arm.hidden;
     let mlp = Mlp::new(
         &store.root().sub("mlp"),
-        &[64, h, h, 10],
+        &[train.x.shape()[1], h, h, 10],
         Activation::Relu,
         &mut Rng::new(seed),
     )?;
@@ -111,13 +126,30 @@ pub fn train_arm(
     Ok((result[0].1, result[1].1, store))
 }
 
-/// Runs the experiment and returns its table.
+/// Runs `digits` (the UCI digits by default) and returns its table.
 pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
-    cfg.check_known("digits", OPTIONS)?;
-    let epochs = cfg.opt("epochs", if cfg.quick { 20 } else { 60 })?;
+    run_on(cfg, "digits", OPTIONS, ImageSet::Digits, (20, 60))
+}
+
+/// Runs `mnist` (the shipped real MNIST by default) and returns its table.
+pub fn run_mnist(cfg: &RunConfig) -> Result<Vec<Table>> {
+    run_on(cfg, "mnist", MNIST_OPTIONS, ImageSet::Mnist, (8, 30))
+}
+
+/// The experiment `name` on `default` images, `epochs` = (quick, full).
+fn run_on(
+    cfg: &RunConfig,
+    name: &str,
+    options: &[(&str, &str)],
+    default: ImageSet,
+    epochs: (usize, usize),
+) -> Result<Vec<Table>> {
+    cfg.check_known(name, options)?;
+    let epochs = cfg.opt("epochs", if cfg.quick { epochs.0 } else { epochs.1 })?;
     let batch = cfg.opt("batch", 32usize)?;
     let hidden = cfg.opt("hidden", 128usize)?;
-    let (train, test) = split()?;
+    let images = images::load(cfg, default, (0, 0))?;
+    let (train, test) = (images.train, images.test);
     let sgd = OptimizerKind::Sgd {
         lr: 0.05,
         momentum: 0.9,
@@ -133,9 +165,10 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let mut metrics = Metrics::default();
     let mut table = Table::new(
         &format!(
-            "digits: MLP 64-{hidden}-{hidden}-10, {epochs} epochs, batch {batch}, {} seeds, test accuracy on {} held-out images",
+            "{name}: {}; MLP {}-{hidden}-{hidden}-10, {epochs} epochs, batch {batch}, {} seeds, test accuracy",
+            images.description,
+            train.x.shape()[1],
             seeds.len(),
-            test.len()
         ),
         &["optimiser", "loss", "test accuracy", "seconds / run"],
     );
@@ -186,16 +219,16 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             mean_std(&secs, 2),
         ]);
     }
-    let dir = RunDir::create(&cfg.out, "digits", &cfg.run_id())?;
+    let dir = RunDir::create(&cfg.out, name, &cfg.run_id())?;
     dir.write_metrics(
-        "digits: MLP classifier",
+        &format!("{name}: MLP classifier"),
         &metrics,
         &[("train_loss", true), ("test_accuracy", false)],
         "epoch",
     )?;
-    dir.write_model(model_tensors, vec![("experiment".into(), "digits".into())])?;
+    dir.write_model(model_tensors, vec![("experiment".into(), name.into())])?;
     let tables = vec![table];
     dir.write_tables(&tables)?;
-    eprintln!("digits: results in {}", dir.path.display());
+    eprintln!("{name}: results in {}", dir.path.display());
     Ok(tables)
 }

@@ -238,6 +238,7 @@ pub fn train_arm(
             head: ClosedFormHead::new(s.fno.projection, 1, true, rule, SolveForm::Auto)?,
             optimizer,
             order: Order::BackboneFirst,
+            buffers: Vec::new(),
         })
     } else {
         Training::Gradient(optimizer)

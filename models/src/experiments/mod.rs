@@ -5,6 +5,7 @@ pub mod closed_form;
 pub mod diabetes;
 pub mod digits;
 pub mod fno_burgers;
+pub mod images;
 pub mod lift;
 pub mod llqr_sam;
 pub mod seq2seq;
@@ -34,9 +35,16 @@ pub fn registry() -> Vec<Experiment> {
         Experiment {
             name: "digits",
             about: "MLP classifier on the UCI digits: SGD vs Adam, cross-entropy vs squared loss on one-hot targets",
-            in_demo: true,
+            in_demo: false,
             options: digits::OPTIONS,
             run: digits::run,
+        },
+        Experiment {
+            name: "mnist",
+            about: "MLP classifier on 10,000 real MNIST digits: SGD vs Adam, cross-entropy vs squared loss on one-hot targets",
+            in_demo: true,
+            options: digits::MNIST_OPTIONS,
+            run: digits::run_mnist,
         },
         Experiment {
             name: "diabetes",
@@ -54,14 +62,14 @@ pub fn registry() -> Vec<Experiment> {
         },
         Experiment {
             name: "closed-form-classification",
-            about: "digits with squared loss and a closed-form last layer vs cross-entropy and squared-loss SGD, across batch sizes",
+            about: "real MNIST with squared loss and a closed-form last layer vs cross-entropy and squared-loss SGD, across batch sizes",
             in_demo: true,
             options: closed_form::classification::OPTIONS,
             run: closed_form::classification::run,
         },
         Experiment {
             name: "cifar",
-            about: "ResNet-18/34, VGG16-BN or WRN on CIFAR-10/100 (--data DIR) or the digits upscaled to 32×32×3: SGD, Adam, SAM, LLQR+SAM and a closed-form head",
+            about: "ResNet-18/34, VGG16-BN or WRN on CIFAR-10/100 (--data DIR) or real MNIST padded to 32×32×3: SGD, Adam, SAM, LLQR+SAM and a closed-form head",
             in_demo: true,
             options: cifar::OPTIONS,
             run: cifar::run,
@@ -89,7 +97,7 @@ pub fn registry() -> Vec<Experiment> {
         },
         Experiment {
             name: "llqr-sam",
-            about: "digits MLP: SGD, SAM, F-SAM, LLQR and LLQR+SAM (NGD/Newton, both norms) on clean and 40 %-noisy labels, with cost per step",
+            about: "MNIST MLP: SGD, SAM, F-SAM, LLQR and LLQR+SAM (NGD/Newton, both norms) on clean and 40 %-noisy labels, with cost per step",
             in_demo: true,
             options: llqr_sam::classify::OPTIONS,
             run: llqr_sam::classify::run,

@@ -47,11 +47,7 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("batch", "sentence pairs per batch (64)"),
     (
         "lr",
-        "Adam's peak learning rate after warm-up, β = (0.9, 0.98) (1e-3)",
-    ),
-    (
-        "sgd-lr",
-        "LLQR+SAM: peak learning rate of its outer momentum SGD (0.1)",
+        "Adam's peak learning rate after warm-up, β = (0.9, 0.98), for every arm (1e-3)",
     ),
     (
         "warmup",
@@ -283,13 +279,15 @@ pub fn train_arm(
             Stepper::Sam(Sam::new(Box::new(adam()?), s.hyper.rho, SamVariant::Sam)?),
             s.lr,
         ),
+        // LLQR+SAM hands U·∇L(θ⁺) to the same Adam, on the same schedule, as the
+        // authors' Transformer runs do.
         Optimiser::LlqrSam => (
-            Stepper::new(
+            Stepper::around(
                 Method::LlqrSam(Geometry::Fisher, PerturbationNorm::Euclidean),
-                store.trainable(),
+                Box::new(adam()?),
                 &s.hyper,
             )?,
-            s.hyper.lr,
+            s.lr,
         ),
     };
     let schedule = Schedule::InverseSqrt { warmup: s.warmup };
@@ -307,10 +305,16 @@ pub fn train_arm(
             stepper.set_lr(base_lr * schedule.factor(step))?;
             if let (true, Stepper::Llqr(l)) = (stepper.refresh_due(), &mut stepper) {
                 let pick = preconditioning_batch(&mut precond, s.hyper.precond_batch, n)?;
-                l.refresh(
+                // The inner solve sees the inference-mode model (no dropout) and
+                // the training loss's label smoothing, as the authors' refresh does.
+                store.eval();
+                let refreshed = l.refresh(
                     &|| batch_logits(&model, &train, &pick).map(|(x, _)| x),
                     &batch_labels(&train, &pick),
-                )?;
+                    s.smoothing,
+                );
+                store.train();
+                refreshed?;
             }
             let value = stepper.step(&|| {
                 let (logits, labels) = batch_logits(&model, &train, idx)?;
@@ -416,7 +420,8 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         batch: cfg.opt("batch", 64usize)?,
         lr: cfg.opt("lr", 1e-3)?,
         hyper: Hyper {
-            lr: cfg.opt("sgd-lr", 0.1)?,
+            // LLQR+SAM steps through the Adam arm's optimiser and schedule.
+            lr: cfg.opt("lr", 1e-3)?,
             momentum: 0.9,
             weight_decay: 0.0,
             rho: cfg.opt("rho", 0.05)?,
@@ -469,8 +474,8 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             Optimiser::Adam => format!("Adam (peak lr {})", s.lr),
             Optimiser::Sam => format!("SAM around Adam, ρ = {}", s.hyper.rho),
             Optimiser::LlqrSam => format!(
-                "LLQR+SAM (NGD, ‖Ug‖₂), SGD lr {}, ρ = {}",
-                s.hyper.lr, s.hyper.rho
+                "LLQR+SAM around Adam (NGD, ‖Ug‖₂), ρ = {}, T_U = {}",
+                s.hyper.rho, s.hyper.refresh_every
             ),
         };
         table.row(vec![

@@ -18,7 +18,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         &Defaults {
             experiment: "vit",
             model: "vit-tiny",
-            optimisers: &["adamw", "sam-adamw", "llqr-sam"],
+            optimisers: &["adamw", "sam-adamw", "llqr-sam-adamw"],
             // A ViT learns slowly from 1.4k images: the quick setting trades
             // resolution (patch 8: 16 tokens) and depth (2) for 30 epochs.
             epochs: (30, 100),

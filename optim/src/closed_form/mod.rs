@@ -4,7 +4,8 @@
 pub mod solve;
 pub mod trainer;
 
-pub use solve::{proximal, proximal_objective, proximal_var, ridge, ridge_var, SolveForm};
-pub use trainer::{
-    squared_loss, ClosedFormHead, ClosedFormTrainer, HeadRule, Normalisation, Order,
+pub use solve::{
+    proximal, proximal_objective, proximal_solution, proximal_var, ridge, ridge_solution,
+    ridge_var, Solution, SolveForm, SolvePath, JITTER,
 };
+pub use trainer::{squared_loss, ClosedFormHead, ClosedFormTrainer, HeadRule, Order, SolveCounts};

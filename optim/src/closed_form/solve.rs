@@ -11,6 +11,16 @@
 //! (With a mean over the batch instead of a sum, use λ·b.) Ridge is the proximal
 //! solution with W_t = 0. The dual form W = W_t + Rᵀ(ΦΦᵀ + λI_b)⁻¹Φ, R = Y − ΦW_tᵀ,
 //! gives the same W with a b×b solve instead of a d×d one.
+//!
+//! Every solve runs in f64 whatever the element type (features, targets and W_t are
+//! cast up, W cast down), so an f32 model's Gram matrix does not lose half its
+//! digits. The Cholesky factor must pass a pivot test relative to the matrix's scale
+//! (every squared pivot above n·ε·max Aᵢᵢ); when it does not, the solve is retried
+//! once with [`JITTER`] × mean Aᵢᵢ added to the diagonal, then falls back to least
+//! squares by QR on the stacked system [Φ; √λ I] Wᵀ ≈ [Y; √λ W_tᵀ], which needs no
+//! Gram matrix. [`Solution::path`] records which ran. With a regulariser of 0 (plain
+//! least squares) there is no jitter: rank-deficient features are an error naming
+//! their rank, never a huge W.
 
 use autograd::Var;
 use tensor::{error::fmt_shape, Element, Error, Result, Tensor};
@@ -109,14 +119,83 @@ fn add_diag<T: Element>(m: &Tensor<T>, reg: f64) -> Result<Tensor<T>> {
     m.add(&Tensor::<T>::eye(n)?.mul_scalar(reg))
 }
 
-fn explain_singular(op: &'static str, e: Error) -> Error {
-    match e {
-        Error::Numerical { detail, .. } => Error::numerical(
-            op,
-            format!("the regularised Gram matrix is not positive definite (rank-deficient features with too small a regulariser): {detail}"),
-        ),
-        other => other,
+/// The jitter of the second attempt, relative to the mean diagonal of the
+/// regularised Gram matrix: 1e-10, about 5·10⁵ f64 ulps, far below any regulariser a
+/// user sets on purpose.
+pub const JITTER: f64 = 1e-10;
+
+/// Which path a closed-form solve took.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SolvePath {
+    /// Cholesky of the regularised Gram matrix passed the pivot test.
+    Cholesky,
+    /// Cholesky passed after adding this much to the diagonal.
+    Jittered(f64),
+    /// Least squares by QR on the stacked system.
+    Qr,
+}
+
+/// A closed-form last layer and the path that produced it.
+#[derive(Clone, Debug)]
+pub struct Solution<T: Element> {
+    /// W `[k, d]`.
+    pub w: Tensor<T>,
+    /// How it was solved.
+    pub path: SolvePath,
+}
+
+/// The Cholesky factor of `a` if every squared pivot exceeds n·ε·max Aᵢᵢ.
+fn trusted_cholesky(a: &Tensor<f64>) -> Option<Tensor<f64>> {
+    let n = a.shape()[0];
+    let diag: Vec<f64> = (0..n).map(|i| a.get(&[i, i]).unwrap_or(f64::NAN)).collect();
+    let scale = diag.iter().cloned().fold(0.0, f64::max);
+    let l = a.cholesky().ok()?;
+    let tol = n as f64 * f64::EPSILON * scale;
+    (0..n)
+        .all(|i| l.get(&[i, i]).is_ok_and(|p| p * p > tol))
+        .then_some(l)
+}
+
+/// Solves (G + reg·I) X = rhs for a symmetric positive semi-definite Gram matrix G:
+/// Cholesky, then once with jitter (reg > 0 only); `None` when both fail the pivot
+/// test.
+fn gram_solve(
+    gram: &Tensor<f64>,
+    reg: f64,
+    rhs: &Tensor<f64>,
+) -> Result<Option<(Tensor<f64>, SolvePath)>> {
+    let a = add_diag(gram, reg)?;
+    if let Some(l) = trusted_cholesky(&a) {
+        return Ok(Some((l.cholesky_solve(rhs)?, SolvePath::Cholesky)));
     }
+    if reg == 0.0 {
+        return Ok(None);
+    }
+    let n = a.shape()[0];
+    let mean_diag = (0..n).map(|i| a.get(&[i, i])).sum::<Result<f64>>()? / n as f64;
+    let jitter = JITTER * mean_diag;
+    match trusted_cholesky(&add_diag(&a, jitter)?) {
+        Some(l) => Ok(Some((l.cholesky_solve(rhs)?, SolvePath::Jittered(jitter)))),
+        None => Ok(None),
+    }
+}
+
+/// The numerical rank of Φ `[b, d]`: the diagonal entries of R (Φ = QR, or of Φᵀ when
+/// b < d) above max|Rᵢᵢ|·max(b, d)·ε.
+fn rank(phi: &Tensor<f64>) -> Result<usize> {
+    let m = if phi.shape()[0] >= phi.shape()[1] {
+        phi.clone()
+    } else {
+        phi.t()?.contiguous()
+    };
+    let (_, r) = m.qr()?;
+    let n = r.shape()[1];
+    let diag: Vec<f64> = (0..n)
+        .map(|i| r.get(&[i, i]).map(f64::abs))
+        .collect::<Result<_>>()?;
+    let big = diag.iter().cloned().fold(0.0, f64::max);
+    let tol = big * m.shape()[0].max(n) as f64 * f64::EPSILON;
+    Ok(diag.iter().filter(|&&d| d > tol).count())
 }
 
 /// The proximal last layer (YᵀΦ + λW_t)(ΦᵀΦ + λI)⁻¹ for λ > 0, in the given form.
@@ -127,9 +206,19 @@ pub fn proximal<T: Element>(
     lambda: f64,
     form: SolveForm,
 ) -> Result<Tensor<T>> {
+    Ok(proximal_solution(phi, y, w_prev, lambda, form)?.w)
+}
+
+/// [`proximal`], with the path the solve took.
+pub fn proximal_solution<T: Element>(
+    phi: &Tensor<T>,
+    y: &Tensor<T>,
+    w_prev: &Tensor<T>,
+    lambda: f64,
+    form: SolveForm,
+) -> Result<Solution<T>> {
     let (b, d, _) = check("proximal", phi, y, Some(w_prev), lambda, false)?;
-    solve(phi, y, Some(w_prev), lambda, form.resolve(b, d))
-        .map_err(|e| explain_singular("proximal", e))
+    solve("proximal", phi, y, Some(w_prev), lambda, form.resolve(b, d))
 }
 
 /// The ridge last layer YᵀΦ(ΦᵀΦ + βI)⁻¹ for β ≥ 0 (β = 0: least squares, which
@@ -140,47 +229,98 @@ pub fn ridge<T: Element>(
     beta: f64,
     form: SolveForm,
 ) -> Result<Tensor<T>> {
+    Ok(ridge_solution(phi, y, beta, form)?.w)
+}
+
+/// [`ridge`], with the path the solve took.
+pub fn ridge_solution<T: Element>(
+    phi: &Tensor<T>,
+    y: &Tensor<T>,
+    beta: f64,
+    form: SolveForm,
+) -> Result<Solution<T>> {
     let (b, d, _) = check("ridge", phi, y, None, beta, true)?;
     let form = if beta == 0.0 {
         SolveForm::Primal
     } else {
         form.resolve(b, d)
     };
-    solve(phi, y, None, beta, form).map_err(|e| explain_singular("ridge", e))
+    solve("ridge", phi, y, None, beta, form)
 }
 
 fn solve<T: Element>(
+    op: &'static str,
     phi: &Tensor<T>,
     y: &Tensor<T>,
     w_prev: Option<&Tensor<T>>,
     reg: f64,
     form: SolveForm,
-) -> Result<Tensor<T>> {
-    match form {
+) -> Result<Solution<T>> {
+    let (phi, y) = (phi.cast::<f64>(), y.cast::<f64>());
+    let w_prev = w_prev.map(|w| w.cast::<f64>());
+    let (b, d) = (phi.shape()[0], phi.shape()[1]);
+    let solved = match form {
         SolveForm::Dual => {
             // W = W_t + Rᵀ (ΦΦᵀ + λI)⁻¹ Φ, R = Y − Φ W_tᵀ.
-            let r = match w_prev {
+            let r = match &w_prev {
                 Some(w) => y.sub(&phi.matmul(&w.t()?)?)?,
                 None => y.clone(),
             };
-            let gram = add_diag(&phi.matmul(&phi.t()?)?, reg)?;
-            let a = gram.solve_spd(&r)?;
-            let update = a.t()?.matmul(phi)?;
-            match w_prev {
-                Some(w) => w.add(&update),
-                None => Ok(update),
-            }
+            gram_solve(&phi.matmul(&phi.t()?)?, reg, &r)?
+                .map(|(a, path)| -> Result<_> {
+                    let update = a.t()?.matmul(&phi)?;
+                    let w = match &w_prev {
+                        Some(w) => w.add(&update)?,
+                        None => update,
+                    };
+                    Ok((w, path))
+                })
+                .transpose()?
         }
         _ => {
             // (ΦᵀΦ + λI) Wᵀ = ΦᵀY + λW_tᵀ.
-            let gram = add_diag(&phi.t()?.matmul(phi)?, reg)?;
-            let mut rhs = phi.t()?.matmul(y)?;
-            if let Some(w) = w_prev {
+            let mut rhs = phi.t()?.matmul(&y)?;
+            if let Some(w) = &w_prev {
                 rhs = rhs.add(&w.t()?.mul_scalar(reg))?;
             }
-            Ok(gram.solve_spd(&rhs)?.t()?.contiguous())
+            gram_solve(&phi.t()?.matmul(&phi)?, reg, &rhs)?
+                .map(|(wt, path)| Ok::<_, Error>((wt.t()?.contiguous(), path)))
+                .transpose()?
         }
+    };
+    let (w, path) = match solved {
+        Some(found) => found,
+        None if reg == 0.0 => {
+            let r = rank(&phi)?;
+            if r < d {
+                return Err(Error::numerical(
+                    op,
+                    format!(
+                        "features [{b}, {d}] have rank {r} < {d}: least squares with no regulariser has no unique solution (use a positive one)"
+                    ),
+                ));
+            }
+            (phi.lstsq(&y)?.t()?.contiguous(), SolvePath::Qr)
+        }
+        None => {
+            // min ‖[Φ; √λ I] Wᵀ − [Y; √λ W_tᵀ]‖², full column rank for λ > 0.
+            let root = reg.sqrt();
+            let a = Tensor::cat(&[&phi, &Tensor::<f64>::eye(d)?.mul_scalar(root)], 0)?;
+            let target_prev = match &w_prev {
+                Some(w) => w.t()?.mul_scalar(root),
+                None => Tensor::zeros(&[d, y.shape()[1]])?,
+            };
+            let rhs = Tensor::cat(&[&y, &target_prev], 0)?;
+            (a.lstsq(&rhs)?.t()?.contiguous(), SolvePath::Qr)
+        }
+    };
+    if !w.all_finite() {
+        return Err(Error::non_finite(op, "the solution has a NaN or infinity"));
     }
+    Ok(Solution {
+        w: w.cast::<T>(),
+        path,
+    })
 }
 
 /// The proximal solution as a differentiable function of the features (primal

@@ -3,10 +3,10 @@
 //! the solve — the envelope theorem makes that gradient exact at the optimum) and
 //! refits the last layer in closed form on the batch.
 
-use super::solve::{proximal, ridge, SolveForm};
+use super::solve::{proximal_solution, ridge_solution, SolveForm, SolvePath};
 use crate::optimizer::Optimizer;
 use autograd::{backward, no_grad, Var};
-use nn::ParamGrads;
+use nn::{Param, ParamGrads};
 use tensor::{error::fmt_shape, Element, Error, Result, Tensor};
 
 /// How the last layer is refitted on each batch.
@@ -24,16 +24,15 @@ pub enum HeadRule {
     },
 }
 
-/// Whether λ and β weigh against the summed or the averaged batch loss.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Normalisation {
-    /// Σᵢ‖yᵢ − Wφᵢ‖² + λ‖W − W_t‖² (the formula as written).
-    Sum,
-    /// (1/b)Σᵢ‖yᵢ − Wφᵢ‖² + λ‖W − W_t‖² (the paper's Eq. 13): the same solution with
-    /// λ·b in the summed form, so the pull toward W_t relative to the batch's evidence
-    /// does not change with the batch size.
-    #[default]
-    Mean,
+/// How many refits took each solve path.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SolveCounts {
+    /// Cholesky passed the pivot test.
+    pub cholesky: usize,
+    /// Cholesky passed after the jitter.
+    pub jittered: usize,
+    /// Least squares by QR.
+    pub qr: usize,
 }
 
 /// The order of the two updates within a step.
@@ -49,17 +48,22 @@ pub enum Order {
 
 /// A last layer W `[k, d]` (plus a bias column when `bias`) set in closed form.
 ///
-/// W₀ = 0, so the first refit of the proximal rule is a ridge fit with β = λ on the
-/// first batch (the proximal term then pulls toward zero). The bias, when present, is
-/// the weight of an appended constant feature and is penalised like the others (as in
-/// DFIV's ridge utilities), which keeps the primal and dual forms identical.
+/// λ and β weigh against the batch's mean squared loss (the paper's Eq. 13):
+/// (1/b)Σᵢ‖yᵢ − Wφᵢ‖² + λ‖W − W_t‖², solved as the summed form with λ·b, so the pull
+/// toward W_t relative to the batch's evidence does not change with the batch size.
+/// W starts at 0 and is fitted before the first backbone step (see
+/// [`ClosedFormTrainer`]), so that first refit is a ridge fit with β = λ. The bias,
+/// when present, is the weight of an appended constant feature and is penalised like
+/// the others (as in DFIV's ridge utilities), which keeps the primal and dual forms
+/// identical.
 #[derive(Clone, Debug)]
 pub struct ClosedFormHead<T: Element> {
     w: Tensor<T>,
     bias: bool,
     rule: HeadRule,
     form: SolveForm,
-    normalisation: Normalisation,
+    fitted: bool,
+    counts: SolveCounts,
 }
 
 impl<T: Element> ClosedFormHead<T> {
@@ -98,14 +102,9 @@ impl<T: Element> ClosedFormHead<T> {
             bias,
             rule,
             form,
-            normalisation: Normalisation::default(),
+            fitted: false,
+            counts: SolveCounts::default(),
         })
-    }
-
-    /// With λ and β weighing against the summed or the averaged loss (default: mean).
-    pub fn with_normalisation(mut self, n: Normalisation) -> Self {
-        self.normalisation = n;
-        self
     }
 
     /// The current last layer `[k, d (+1)]` (the bias is the last column).
@@ -113,20 +112,14 @@ impl<T: Element> ClosedFormHead<T> {
         &self.w
     }
 
-    /// Replaces the last layer (same shape).
-    pub fn set_weight(&mut self, w: Tensor<T>) -> Result<()> {
-        if w.shape() != self.w.shape() {
-            return Err(Error::shape(
-                "ClosedFormHead",
-                format!(
-                    "weight of shape {} for a head of shape {}",
-                    fmt_shape(w.shape()),
-                    fmt_shape(self.w.shape())
-                ),
-            ));
-        }
-        self.w = w;
-        Ok(())
+    /// True once a refit has succeeded.
+    pub fn fitted(&self) -> bool {
+        self.fitted
+    }
+
+    /// How many refits took each solve path.
+    pub fn solve_counts(&self) -> SolveCounts {
+        self.counts
     }
 
     /// The rule used by [`ClosedFormHead::refit`].
@@ -158,22 +151,39 @@ impl<T: Element> ClosedFormHead<T> {
         self.augment_var(phi)?.matmul(&Var::constant(self.w.t()?))
     }
 
-    /// Refits W on a batch (features `[b, d]`, targets `[b, k]`) by the head's rule.
-    /// On error W is unchanged.
+    /// Refits W on a batch (features `[b, d]`, targets `[b, k]`) by the head's rule,
+    /// solving in f64 (see [`super::solve`]). On error W is unchanged.
     pub fn refit(&mut self, phi: &Tensor<T>, y: &Tensor<T>) -> Result<()> {
+        let d = self.w.shape()[1] - usize::from(self.bias);
+        let k = self.w.shape()[0];
+        if phi.ndim() != 2 || phi.shape()[1] != d || y.ndim() != 2 || y.shape()[1] != k {
+            return Err(Error::shape(
+                "ClosedFormHead::refit",
+                format!(
+                    "features {} and targets {} for a head over {d} features and {k} outputs",
+                    fmt_shape(phi.shape()),
+                    fmt_shape(y.shape())
+                ),
+            ));
+        }
         let phi = self
             .augment_var(&Var::constant(phi.clone()))?
             .value()
             .clone();
-        let scale = match self.normalisation {
-            Normalisation::Sum => 1.0,
-            Normalisation::Mean => phi.shape()[0] as f64,
+        let scale = phi.shape()[0] as f64;
+        let solution = match self.rule {
+            HeadRule::Proximal { lambda } => {
+                proximal_solution(&phi, y, &self.w, lambda * scale, self.form)?
+            }
+            HeadRule::Ridge { beta } => ridge_solution(&phi, y, beta * scale, self.form)?,
         };
-        let w = match self.rule {
-            HeadRule::Proximal { lambda } => proximal(&phi, y, &self.w, lambda * scale, self.form)?,
-            HeadRule::Ridge { beta } => ridge(&phi, y, beta * scale, self.form)?,
-        };
-        self.w = w;
+        match solution.path {
+            SolvePath::Cholesky => self.counts.cholesky += 1,
+            SolvePath::Jittered(_) => self.counts.jittered += 1,
+            SolvePath::Qr => self.counts.qr += 1,
+        }
+        self.w = solution.w;
+        self.fitted = true;
         Ok(())
     }
 }
@@ -204,13 +214,18 @@ pub struct ClosedFormTrainer<T: Element> {
     pub optimizer: Box<dyn Optimizer<T>>,
     /// The order of the two updates.
     pub order: Order,
+    /// Non-trainable state the refit's extra feature pass must leave as it was
+    /// (BatchNorm running statistics): saved before that pass and restored after.
+    pub buffers: Vec<Param<T>>,
 }
 
 impl<T: Element> ClosedFormTrainer<T> {
     /// One step on a batch: `features()` runs the backbone on the batch (recording
-    /// when gradients are enabled), `y` are the batch targets `[b, k]`. Returns the
-    /// squared loss the backbone step was taken on. If anything fails, the backbone,
-    /// the optimiser state and the head are left as they were.
+    /// when gradients are enabled), `y` are the batch targets `[b, k]`. Before the
+    /// first backbone step the head is fitted on the first batch (W₀ = 0 would make
+    /// that step's gradient exactly zero). Returns the squared loss the backbone step
+    /// was taken on. If anything fails, the backbone, its buffers, the optimiser state
+    /// and the head are left as they were, bit for bit.
     pub fn step(&mut self, features: impl Fn() -> Result<Var<T>>, y: &Tensor<T>) -> Result<f64> {
         if !y.all_finite() {
             return Err(Error::non_finite(
@@ -218,33 +233,48 @@ impl<T: Element> ClosedFormTrainer<T> {
                 "the targets have a NaN or infinity",
             ));
         }
-        let params = self.optimizer.params().to_vec();
+        let params: Vec<Param<T>> = self
+            .optimizer
+            .params()
+            .iter()
+            .chain(&self.buffers)
+            .cloned()
+            .collect();
         let saved: Vec<Tensor<T>> = params.iter().map(|p| p.value()).collect();
         let saved_state = self.optimizer.state();
-        let saved_head = self.head.w.clone();
+        let saved_head = self.head.clone();
         let result = self.step_inner(&features, y);
         if result.is_err() {
             for (p, v) in params.iter().zip(saved) {
                 p.set(v)?;
             }
             self.optimizer.load_state(&saved_state)?;
-            self.head.w = saved_head;
+            self.head = saved_head;
         }
         result
     }
 
+    /// Refits the head on the batch's features, computed without recording and
+    /// leaving the buffers as they were.
+    fn refit(&mut self, features: &impl Fn() -> Result<Var<T>>, y: &Tensor<T>) -> Result<()> {
+        let saved: Vec<Tensor<T>> = self.buffers.iter().map(|p| p.value()).collect();
+        let phi = no_grad(features);
+        for (p, v) in self.buffers.iter().zip(saved) {
+            p.set(v)?;
+        }
+        self.head.refit(phi?.value(), y)
+    }
+
     fn step_inner(&mut self, features: &impl Fn() -> Result<Var<T>>, y: &Tensor<T>) -> Result<f64> {
-        if self.order == Order::LastLayerFirst {
-            let phi = no_grad(features)?;
-            self.head.refit(phi.value(), y)?;
+        if self.order == Order::LastLayerFirst || !self.head.fitted() {
+            self.refit(features, y)?;
         }
         let loss = squared_loss(&self.head.predict(&features()?)?, y)?;
         let value = loss.item()?.as_f64();
         let grads = ParamGrads::collect(self.optimizer.params(), &backward(&loss)?);
         self.optimizer.step(&grads)?;
         if self.order == Order::BackboneFirst {
-            let phi = no_grad(features)?;
-            self.head.refit(phi.value(), y)?;
+            self.refit(features, y)?;
         }
         Ok(value)
     }

@@ -1,6 +1,7 @@
 //! Curvature-vector products by higher-order autograd: the Fisher (the generalised
-//! Gauss-Newton matrix of the mean cross-entropy, which for a softmax output equals
-//! the Fisher of the model's predictive distribution) and the Hessian, plus dense
+//! Gauss-Newton matrix of the cross-entropy, which for a softmax output equals the
+//! Fisher of the model's predictive distribution; summed over the batch as the
+//! authors' NGD does, or averaged) and the Hessian, plus dense
 //! Jacobians and curvature matrices for tiny networks.
 
 use autograd::{grad, Var};
@@ -10,11 +11,26 @@ use tensor::{error::fmt_shape, Element, Error, Result, Tensor};
 /// Which curvature defines the quadratic model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Geometry {
-    /// Natural gradient: the Fisher of the softmax output (= Gauss-Newton for
-    /// cross-entropy), Jᵀ·(diag p − ppᵀ)/B·J.
+    /// Natural gradient as the authors compute it (the default): their terminal
+    /// adjoint p_N = −softmax(x_N) carries no 1/B, so the curvature is the Fisher
+    /// summed over the batch, Σ_b J_bᵀ(diag p_b − p_b p_bᵀ)J_b = B × the mean Fisher,
+    /// while the gradient is that of the mean cross-entropy. Its optimal U is 1/B
+    /// times [`Geometry::MeanFisher`]'s.
     Fisher,
-    /// Newton: the Hessian of the loss.
+    /// The Fisher of the mean cross-entropy (its Gauss-Newton matrix), consistent
+    /// with the mean gradient: the optimal U is the natural-gradient step's own.
+    MeanFisher,
+    /// Newton: the Hessian of the mean loss.
     Newton,
+}
+
+/// How the output Hessian of the cross-entropy adds up over a batch of B rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchScale {
+    /// Summed over the rows (the authors' NGD curvature).
+    Sum,
+    /// Averaged over the rows (the Hessian of the mean loss).
+    Mean,
 }
 
 fn leaves<T: Element>(params: &[Param<T>]) -> Vec<Var<T>> {
@@ -76,9 +92,14 @@ pub fn vjp_params<T: Element>(
         .collect())
 }
 
-/// The output Hessian of the mean cross-entropy applied to `z` (logits `[B, C]`):
-/// ((diag p − ppᵀ) z)/B per row, with p = softmax(logits).
-pub fn softmax_hessian_product<T: Element>(logits: &Tensor<T>, z: &Tensor<T>) -> Result<Tensor<T>> {
+/// The output Hessian of the cross-entropy applied to `z` (logits `[B, C]`):
+/// (diag p − ppᵀ) z per row, with p = softmax(logits), divided by B for
+/// [`BatchScale::Mean`].
+pub fn softmax_hessian_product<T: Element>(
+    logits: &Tensor<T>,
+    z: &Tensor<T>,
+    scale: BatchScale,
+) -> Result<Tensor<T>> {
     if logits.ndim() != 2 || logits.shape() != z.shape() {
         return Err(Error::shape(
             "softmax_hessian_product",
@@ -89,21 +110,26 @@ pub fn softmax_hessian_product<T: Element>(logits: &Tensor<T>, z: &Tensor<T>) ->
             ),
         ));
     }
-    let b = logits.shape()[0] as f64;
     let p = logits.softmax(-1)?;
     let pz = p.mul(z)?;
-    Ok(pz.sub(&p.mul(&pz.sum(&[-1], true)?)?)?.div_scalar(b))
+    let h = pz.sub(&p.mul(&pz.sum(&[-1], true)?)?)?;
+    Ok(match scale {
+        BatchScale::Sum => h,
+        BatchScale::Mean => h.div_scalar(logits.shape()[0] as f64),
+    })
 }
 
-/// G v for the Fisher (mean cross-entropy Gauss-Newton): Jᵀ H_out J v, where `logits`
-/// were computed from the parameters' current leaves.
+/// G v for the Fisher of a softmax output (the cross-entropy's Gauss-Newton matrix):
+/// Jᵀ H_out J v, summed or averaged over the batch, where `logits` were computed from
+/// the parameters' current leaves.
 pub fn fisher_vector_product<T: Element>(
     params: &[Param<T>],
     logits: &Var<T>,
     v: &[Tensor<T>],
+    scale: BatchScale,
 ) -> Result<Vec<Tensor<T>>> {
     let jv = jvp_params(params, logits, v)?;
-    let w = softmax_hessian_product(logits.value(), &jv)?;
+    let w = softmax_hessian_product(logits.value(), &jv, scale)?;
     vjp_params(params, logits, &w)
 }
 

@@ -2,11 +2,14 @@
 //! perturbation and the step. Every `refresh_every` steps U is refitted to the
 //! quadratic model on a preconditioning batch (warm-started) and blended in as an
 //! EMA; each step perturbs along U·v (v = g, or g − ḡ in the F-SAM variant),
-//! normalised in the Euclidean or the U-norm, and steps θ ← θ − η·Mom(U∇L(θ+ε) + wd·θ).
-//! With ρ = 0 it is LLQR alone.
+//! normalised in the Euclidean or the U-norm, and hands U∇L(θ+ε) to an outer
+//! optimiser: SGD with momentum and weight decay added after preconditioning,
+//! θ ← θ − η·Mom(U∇L(θ+ε) + wd·θ), as in the authors' CIFAR presets, or any
+//! [`Optimizer`] (their ViT and Transformer runs use AdamW). With ρ = 0 it is LLQR
+//! alone.
 
-use super::curvature::{fisher_vector_product, hessian_vector_product, Geometry};
-use super::preconditioner::{InnerSolve, Preconditioner, Structure};
+use super::curvature::{fisher_vector_product, hessian_vector_product, BatchScale, Geometry};
+use super::preconditioner::{InnerSolve, InnerTrace, Preconditioner, Structure};
 use crate::optimizer::{check_lr, check_range, Optimizer};
 use crate::sam::{gradients, perturb, restore};
 use crate::sgd::{Sgd, SgdConfig};
@@ -27,14 +30,18 @@ pub enum PerturbationNorm {
 /// Settings of [`LlqrSam`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct LlqrConfig {
-    /// Learning rate η.
+    /// Learning rate η of the SGD outer step that [`LlqrSam::new`] builds (an outer
+    /// optimiser given to [`LlqrSam::with_outer`] keeps its own).
     pub lr: f64,
-    /// Polyak momentum μ.
+    /// Polyak momentum μ of that SGD outer step.
     pub momentum: f64,
-    /// Weight decay, added after preconditioning.
+    /// Weight decay of that SGD outer step, added after preconditioning.
     pub weight_decay: f64,
     /// SAM radius ρ (0: LLQR alone).
     pub rho: f64,
+    /// Steps before the first perturbed step (the authors' `start_sam_after_step`;
+    /// 0 by default, 4000 in their IWSLT preset): before it, steps are LLQR alone.
+    pub sam_start: usize,
     /// The radius's norm.
     pub norm: PerturbationNorm,
     /// F-SAM: subtract an EMA of past gradients (with this decay) from the
@@ -56,13 +63,15 @@ pub struct LlqrConfig {
 
 impl Default for LlqrConfig {
     /// The authors' CIFAR presets: momentum 0.9, ρ = 0.1 (Euclidean), T_U = 1000,
-    /// NGD geometry with β = 0.95, diagonal U, 50 inner steps at 1e-3.
+    /// NGD geometry (the authors' batch-summed Fisher) with β = 0.95, diagonal U, 50
+    /// inner steps at 1e-3.
     fn default() -> Self {
         LlqrConfig {
             lr: 0.05,
             momentum: 0.9,
             weight_decay: 0.0,
             rho: 0.1,
+            sam_start: 0,
             norm: PerturbationNorm::Euclidean,
             fsam_decay: None,
             refresh_every: 1000,
@@ -80,9 +89,10 @@ pub struct LlqrSam<T: Element> {
     params: Vec<Param<T>>,
     cfg: LlqrConfig,
     u: Preconditioner<T>,
-    outer: Sgd<T>,
+    outer: Box<dyn Optimizer<T>>,
     gbar: Option<Vec<Tensor<T>>>,
     steps: usize,
+    sanitised: usize,
 }
 
 fn dot<T: Element>(a: &[Tensor<T>], b: &[Tensor<T>]) -> Result<f64> {
@@ -94,7 +104,9 @@ fn dot<T: Element>(a: &[Tensor<T>], b: &[Tensor<T>]) -> Result<f64> {
 }
 
 impl<T: Element> LlqrSam<T> {
-    /// An optimiser over `params` with U = I.
+    /// LLQR(+SAM) over `params` with U = I and the authors' CIFAR outer step: SGD
+    /// with `cfg.lr`, `cfg.momentum` and `cfg.weight_decay` (added after
+    /// preconditioning).
     pub fn new(params: Vec<Param<T>>, cfg: LlqrConfig) -> Result<Self> {
         check_lr("LlqrSam", cfg.lr)?;
         check_range("LlqrSam", "momentum", cfg.momentum, 0.0, 1.0)?;
@@ -105,21 +117,31 @@ impl<T: Element> LlqrSam<T> {
             0.0,
             f64::INFINITY,
         )?;
+        let outer = Sgd::new(
+            params,
+            SgdConfig::new(cfg.lr)
+                .momentum(cfg.momentum)
+                .weight_decay(cfg.weight_decay),
+        )?;
+        Self::with_outer(Box::new(outer), cfg)
+    }
+
+    /// LLQR(+SAM) with U = I around any outer optimiser, which receives U·∇L(θ⁺) as
+    /// its gradient (its own learning rate, schedule and weight decay apply;
+    /// `cfg.lr`, `cfg.momentum` and `cfg.weight_decay` are not used).
+    pub fn with_outer(outer: Box<dyn Optimizer<T>>, mut cfg: LlqrConfig) -> Result<Self> {
         check_range("LlqrSam", "rho", cfg.rho, 0.0, f64::INFINITY)?;
         check_range("LlqrSam", "ema", cfg.ema, 0.0, 1.0 + 1e-12)?;
+        check_range("LlqrSam", "floor", cfg.floor, 0.0, f64::INFINITY)?;
         if let Some(d) = cfg.fsam_decay {
             check_range("LlqrSam", "fsam_decay", d, 0.0, 1.0)?;
         }
         if cfg.refresh_every == 0 {
             return Err(Error::value("LlqrSam", "refresh_every must be at least 1"));
         }
+        cfg.lr = outer.lr();
+        let params = outer.params().to_vec();
         let u = Preconditioner::identity(&params, cfg.structure)?;
-        let outer = Sgd::new(
-            params.clone(),
-            SgdConfig::new(cfg.lr)
-                .momentum(cfg.momentum)
-                .weight_decay(cfg.weight_decay),
-        )?;
         Ok(LlqrSam {
             params,
             cfg,
@@ -127,7 +149,18 @@ impl<T: Element> LlqrSam<T> {
             outer,
             gbar: None,
             steps: 0,
+            sanitised: 0,
         })
+    }
+
+    /// The outer optimiser.
+    pub fn outer(&mut self) -> &mut dyn Optimizer<T> {
+        self.outer.as_mut()
+    }
+
+    /// Non-finite entries of U's gradient replaced so far, over all refreshes.
+    pub fn sanitised(&self) -> usize {
+        self.sanitised
     }
 
     /// The parameters.
@@ -147,13 +180,12 @@ impl<T: Element> LlqrSam<T> {
 
     /// The learning rate η.
     pub fn lr(&self) -> f64 {
-        self.cfg.lr
+        self.outer.lr()
     }
 
     /// Sets η (for schedules).
     pub fn set_lr(&mut self, lr: f64) -> Result<()> {
-        self.cfg.lr = check_lr("LlqrSam", lr)?;
-        self.outer.set_lr(lr)
+        self.outer.set_lr(check_lr("LlqrSam", lr)?)
     }
 
     /// Steps taken.
@@ -167,22 +199,27 @@ impl<T: Element> LlqrSam<T> {
     }
 
     /// Refits U on a preconditioning batch: `logits()` computes the model's logits
-    /// on it (from the parameters' current leaves) and `labels` are its classes. The
-    /// inner solve warm-starts from U and its result is blended in as an EMA.
-    /// Returns J(U) along the inner solve.
+    /// on it (from the parameters' current leaves; the caller puts the model in
+    /// evaluation mode, as the authors do) and `labels` are its classes, the loss
+    /// being cross-entropy with `label_smoothing`. The inner solve warm-starts from U
+    /// and its result is blended in as an EMA; diagonal blocks are then floored.
     pub fn refresh(
         &mut self,
         logits: &dyn Fn() -> Result<Var<T>>,
         labels: &[usize],
-    ) -> Result<Vec<f64>> {
+        label_smoothing: f64,
+    ) -> Result<InnerTrace> {
         let params = self.params.clone();
-        let loss = || nn::loss::cross_entropy(&logits()?, labels, 0.0);
+        let loss = || nn::loss::cross_entropy(&logits()?, labels, label_smoothing);
         let (_, g) = gradients(&params, &loss)?;
         let g = g.into_tensors();
         let geometry = self.cfg.geometry;
         let gvp = |v: &[Tensor<T>]| -> Result<Vec<Tensor<T>>> {
             match geometry {
-                Geometry::Fisher => fisher_vector_product(&params, &logits()?, v),
+                Geometry::Fisher => fisher_vector_product(&params, &logits()?, v, BatchScale::Sum),
+                Geometry::MeanFisher => {
+                    fisher_vector_product(&params, &logits()?, v, BatchScale::Mean)
+                }
                 Geometry::Newton => hessian_vector_product(&params, &loss()?, v),
             }
         };
@@ -190,6 +227,7 @@ impl<T: Element> LlqrSam<T> {
         let trace = fitted.learn(&g, &gvp, &self.cfg.inner)?;
         self.u.ema(&fitted, self.cfg.ema)?;
         self.u.floor_diagonal(self.cfg.floor);
+        self.sanitised += trace.sanitised;
         Ok(trace)
     }
 
@@ -199,7 +237,7 @@ impl<T: Element> LlqrSam<T> {
         let params = self.params.clone();
         let (value, g) = gradients(&params, loss)?;
         let g = g.into_tensors();
-        let g_plus = if self.cfg.rho > 0.0 {
+        let g_plus = if self.cfg.rho > 0.0 && self.steps >= self.cfg.sam_start {
             let v: Vec<Tensor<T>> = match &self.gbar {
                 Some(gb) => g
                     .iter()
@@ -211,9 +249,27 @@ impl<T: Element> LlqrSam<T> {
             let d = self.u.apply(&v)?;
             let denom = match self.cfg.norm {
                 PerturbationNorm::Euclidean => dot(&d, &d)?,
-                PerturbationNorm::Matrix => dot(&v, &d)?,
+                PerturbationNorm::Matrix => {
+                    // vᵀUv per block: U must be positive on the direction for the
+                    // U-norm to be one.
+                    let mut total = 0.0;
+                    for ((p, v), d) in params.iter().zip(&v).zip(&d) {
+                        let q = dot(std::slice::from_ref(v), std::slice::from_ref(d))?;
+                        if q < 0.0 || !q.is_finite() {
+                            return Err(Error::numerical(
+                                "LlqrSam::step",
+                                format!(
+                                    "vᵀUv = {q:e} for '{}': U is not positive there, the U-norm perturbation is undefined",
+                                    p.name()
+                                ),
+                            ));
+                        }
+                        total += q;
+                    }
+                    total
+                }
             };
-            let scale = self.cfg.rho / (denom.max(0.0) + 1e-12).sqrt();
+            let scale = self.cfg.rho / (denom + 1e-12).sqrt();
             let eps: Vec<Tensor<T>> = d.iter().map(|t| t.mul_scalar(scale)).collect();
             let saved = perturb(&params, &eps)?;
             let perturbed = gradients(&params, loss);
@@ -222,7 +278,7 @@ impl<T: Element> LlqrSam<T> {
         } else {
             g.clone()
         };
-        // θ ← θ − η·Mom(U g⁺ + wd·θ): SGD with momentum and weight decay, fed U g⁺.
+        // The outer optimiser steps with U g⁺ (for SGD: θ ← θ − η·Mom(U g⁺ + wd·θ)).
         self.outer
             .step(&ParamGrads::from_tensors(self.u.apply(&g_plus)?))?;
         if let Some(decay) = self.cfg.fsam_decay {

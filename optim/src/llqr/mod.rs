@@ -7,7 +7,9 @@ pub mod llqr_sam;
 pub mod preconditioner;
 pub mod riccati;
 
-pub use curvature::{dense_curvature, fisher_vector_product, hessian_vector_product, Geometry};
+pub use curvature::{
+    dense_curvature, fisher_vector_product, hessian_vector_product, BatchScale, Geometry,
+};
 pub use llqr_sam::{LlqrConfig, LlqrSam, PerturbationNorm};
-pub use preconditioner::{Gvp, InnerSolve, Preconditioner, Structure};
+pub use preconditioner::{Gvp, InnerSolve, InnerTrace, Preconditioner, Structure};
 pub use riccati::exact_lqr_step;

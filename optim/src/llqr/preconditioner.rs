@@ -89,6 +89,27 @@ impl Default for InnerSolve {
     }
 }
 
+/// What an inner solve did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InnerTrace {
+    /// J(U) before each step and after the last.
+    pub objective: Vec<f64>,
+    /// Gradient entries that were not finite and were replaced (NaN → 0, ±∞ → ±1).
+    pub sanitised: usize,
+}
+
+/// NaN → 0, ±∞ → ±1, finite values unchanged.
+fn sanitise<T: Element>(v: T) -> T {
+    let x = v.as_f64();
+    if x.is_nan() {
+        T::from_f64(0.0)
+    } else if x.is_infinite() {
+        T::from_f64(x.signum())
+    } else {
+        v
+    }
+}
+
 /// A block-diagonal preconditioner, one block per parameter tensor.
 #[derive(Clone, Debug)]
 pub struct Preconditioner<T: Element> {
@@ -164,13 +185,14 @@ impl<T: Element> Preconditioner<T> {
     }
 
     /// Fits U to J by `cfg.steps` momentum steps from its current value (a warm
-    /// start); returns J before each step and after the last.
+    /// start). Non-finite entries of a factor's gradient are replaced as the authors'
+    /// code does (NaN → 0, ±∞ → ±1) and counted, so a refresh never aborts a run.
     pub fn learn(
         &mut self,
         g: &[Tensor<T>],
         gvp: &Gvp<'_, T>,
         cfg: &InnerSolve,
-    ) -> Result<Vec<f64>> {
+    ) -> Result<InnerTrace> {
         self.check(g)?;
         if !(cfg.lr > 0.0
             && cfg.clip > 0.0
@@ -184,6 +206,7 @@ impl<T: Element> Preconditioner<T> {
         }
         let mut velocity: Option<Vec<Vec<Tensor<T>>>> = None;
         let mut trace = Vec::with_capacity(cfg.steps + 1);
+        let mut sanitised = 0;
         for _ in 0..cfg.steps {
             let factors = self.factors();
             let gv_vars: Vec<Var<T>> = g.iter().map(|t| Var::constant(t.clone())).collect();
@@ -217,13 +240,12 @@ impl<T: Element> Preconditioner<T> {
                 for (fi, t) in current.iter().enumerate() {
                     let mut gr = grads[k].value().clone();
                     k += 1;
-                    let n = gr.square().sum_all().item()?.as_f64().sqrt();
-                    if !n.is_finite() {
-                        return Err(Error::non_finite(
-                            "Preconditioner::learn",
-                            "a factor's gradient is not finite",
-                        ));
+                    let bad = gr.to_vec().iter().filter(|v| !v.is_finite()).count();
+                    if bad > 0 {
+                        sanitised += bad;
+                        gr = gr.map(sanitise);
                     }
+                    let n = gr.square().sum_all().item()?.as_f64().sqrt();
                     if n > cfg.clip {
                         gr = gr.mul_scalar(cfg.clip / n);
                     }
@@ -240,7 +262,10 @@ impl<T: Element> Preconditioner<T> {
             velocity = Some(new_vel);
         }
         trace.push(self.objective(g, gvp, cfg.damping)?);
-        Ok(trace)
+        Ok(InnerTrace {
+            objective: trace,
+            sanitised,
+        })
     }
 
     /// U ← βU + (1 − β)U_new, block by block.

@@ -6,7 +6,7 @@
 //! Gauss-Newton/Fisher matrix. A_i and B_i are dense Jacobians, so this is for tiny
 //! networks only.
 
-use super::curvature::softmax_hessian_product;
+use super::curvature::{softmax_hessian_product, BatchScale};
 use autograd::{grad, Var};
 use nn::{Linear, Mlp};
 use tensor::{Error, Result, Tensor};
@@ -86,7 +86,12 @@ pub fn exact_lqr_step(
     for k in 0..dim {
         let mut e = vec![0.0; dim];
         e[k] = 1.0;
-        let col = softmax_hessian_product(&logits, &Tensor::from_vec(e, &[b, classes])?)?.to_vec();
+        let col = softmax_hessian_product(
+            &logits,
+            &Tensor::from_vec(e, &[b, classes])?,
+            BatchScale::Mean,
+        )?
+        .to_vec();
         for (r, v) in col.into_iter().enumerate() {
             q[r * dim + k] = v;
         }

@@ -1,11 +1,13 @@
 //! The images the `cifar` experiment trains on: CIFAR-10/100 binary files from a
-//! directory, or the built-in substitute (the UCI digits upscaled to 32×32×3);
-//! standardised per channel with statistics of the training set.
+//! directory, or the built-in substitute (the shipped real MNIST padded to 32×32×3,
+//! or the UCI digits upscaled to it); standardised per channel with statistics of the
+//! training set.
 
 use crate::data::cifar::{load_cifar_dir, CifarKind};
 use crate::data::dataset::is_spread;
 use crate::data::{Dataset, Targets};
 use crate::experiments::digits;
+use crate::experiments::images::ImageSet;
 use std::path::Path;
 use tensor::{Error, Result, Tensor};
 
@@ -22,9 +24,9 @@ pub struct Images {
 }
 
 /// Loads CIFAR from `dir` when given (CIFAR-10 if `data_batch_1.bin` is there,
-/// CIFAR-100 if `train.bin` is), else the digits substitute; keeps the first
-/// `train_limit` training images when it is non-zero.
-pub fn load(dir: Option<&Path>, train_limit: usize) -> Result<Images> {
+/// CIFAR-100 if `train.bin` is), else the `substitute` image set at 32×32×3; keeps
+/// the first `limits` = (train, test) images of each split when non-zero.
+pub fn load(dir: Option<&Path>, substitute: ImageSet, limits: (usize, usize)) -> Result<Images> {
     let mut images = match dir {
         Some(dir) => {
             let kind = if dir.join("data_batch_1.bin").exists() {
@@ -45,6 +47,15 @@ pub fn load(dir: Option<&Path>, train_limit: usize) -> Result<Images> {
                 flips_preserve_labels: true,
             }
         }
+        None if substitute == ImageSet::Mnist => {
+            let (train, test) = crate::data::builtin::mnist()?;
+            Images {
+                train: pad_mnist(&train)?,
+                test: pad_mnist(&test)?,
+                source: "real MNIST padded to 32×32×3 (built-in substitute for CIFAR)".into(),
+                flips_preserve_labels: false,
+            }
+        }
         None => {
             let (train, test) = digits::split()?;
             Images {
@@ -55,9 +66,11 @@ pub fn load(dir: Option<&Path>, train_limit: usize) -> Result<Images> {
             }
         }
     };
-    if train_limit > 0 && train_limit < images.train.len() {
-        let idx: Vec<usize> = (0..train_limit).collect();
-        images.train = images.train.subset(&idx)?;
+    for (set, limit) in [(&mut images.train, limits.0), (&mut images.test, limits.1)] {
+        if limit > 0 && limit < set.len() {
+            let idx: Vec<usize> = (0..limit).collect();
+            *set = set.subset(&idx)?;
+        }
     }
     standardise(&mut images)?;
     Ok(images)
@@ -79,6 +92,36 @@ pub fn upscale_digits(d: &Dataset) -> Result<Dataset> {
         for _channel in 0..3 {
             for y in 0..32 {
                 out.extend((0..32).map(|x| img[(y / 4) * 8 + x / 4]));
+            }
+        }
+    }
+    Dataset::new(Tensor::from_vec(out, &[n, 3, 32, 32])?, d.y.clone())
+}
+
+/// MNIST `[n, 784]` in [0, 1] as images `[n, 3, 32, 32]`: a 2-pixel zero border
+/// around each 28×28 digit (as LeNet-5 read MNIST), the grey value copied into the
+/// three channels.
+pub fn pad_mnist(d: &Dataset) -> Result<Dataset> {
+    if d.x.ndim() != 2 || d.x.shape()[1] != 784 {
+        return Err(Error::shape(
+            "pad_mnist",
+            "needs MNIST images with 784 pixels per sample",
+        ));
+    }
+    let n = d.len();
+    let src = d.x.contiguous().to_vec();
+    let mut out = Vec::with_capacity(n * 3 * 32 * 32);
+    for img in src.chunks(784) {
+        for _channel in 0..3 {
+            for y in 0..32 {
+                out.extend((0..32).map(|x| {
+                    let (r, c) = (y as isize - 2, x as isize - 2);
+                    if (0..28).contains(&r) && (0..28).contains(&c) {
+                        img[r as usize * 28 + c as usize]
+                    } else {
+                        0.0
+                    }
+                }));
             }
         }
     }

@@ -1,9 +1,10 @@
-//! `closed-form-classification`: digits with the squared loss on one-hot targets and
-//! a closed-form last layer, against cross-entropy and squared-loss SGD.
+//! `closed-form-classification`: images (real MNIST by default, see
+//! [`crate::experiments::images`]) with the squared loss on one-hot targets and a
+//! closed-form last layer, against cross-entropy and squared-loss SGD.
 
 use super::{sweep, Method, Settings};
 use crate::cli::RunConfig;
-use crate::experiments::digits;
+use crate::experiments::images::{self, ImageSet};
 use crate::report::{Metrics, RunDir, Table};
 use tensor::{Result, Tensor};
 
@@ -20,7 +21,14 @@ pub const OPTIONS: &[(&str, &str)] = &[
         "per-batch ridge strength β against the mean batch loss (0.01)",
     ),
     ("lr", "SGD learning rate, momentum 0.9 (0.01)"),
+    images::OPTIONS[0],
+    images::OPTIONS[1],
+    images::OPTIONS[2],
 ];
+
+/// The images kept in the quick setting (train, test): the full-batch arm computes
+/// features of every training image at every step.
+const QUICK_SIZES: (usize, usize) = (2000, 1000);
 
 /// Runs the experiment and returns its table.
 pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
@@ -34,7 +42,12 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         hidden: vec![128, 128],
         quiet: cfg.quiet,
     };
-    let (train, test) = digits::split()?;
+    let images = images::load(
+        cfg,
+        ImageSet::Mnist,
+        if cfg.quick { QUICK_SIZES } else { (0, 0) },
+    )?;
+    let (train, test) = (&images.train, &images.test);
     let (labels, classes) = train.labels()?;
     let (test_labels, _) = test.labels()?;
     let one_hot = Tensor::<f64>::one_hot(labels, classes)?;
@@ -49,9 +62,9 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let mut model = Vec::new();
     let table = sweep(
         &format!(
-            "closed-form-classification: digits ({} train / {} test), MLP 64-128-128 features",
-            train.len(),
-            test.len()
+            "closed-form-classification: {}, MLP {}-128-128 features",
+            images.description,
+            train.x.shape()[1],
         ),
         &[
             Method::CrossEntropy,
@@ -60,7 +73,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             Method::Ridge,
             Method::Proximal,
         ],
-        &train,
+        train,
         &one_hot,
         Some(labels),
         &test.x,

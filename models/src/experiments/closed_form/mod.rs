@@ -165,6 +165,7 @@ pub fn run_arm(
             head: ClosedFormHead::new(d, k, true, rule, SolveForm::Auto)?,
             optimizer,
             order: Order::BackboneFirst,
+            buffers: Vec::new(),
         })
     } else {
         Training::Gradient(optimizer)
@@ -178,7 +179,8 @@ pub fn run_arm(
     let mut last_metric = f64::NAN;
     for step in 1..=s.steps {
         if queue.is_empty() {
-            queue = train.batches(batch, Some(&mut order_rng))?;
+            // Full batches only, for every arm: the same stream of equal batches.
+            queue = train.full_batches(batch, Some(&mut order_rng))?;
             queue.reverse();
         }
         let idx = queue.pop().expect("a batch");

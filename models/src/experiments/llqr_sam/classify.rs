@@ -1,11 +1,12 @@
-//! `llqr-sam`: digits with an MLP, trained by every optimiser of the comparison over
+//! `llqr-sam`: images (real MNIST by default, see [`crate::experiments::images`])
+//! with an MLP, trained by every optimiser of the comparison over
 //! several seeds, on clean labels and with symmetric label noise; test accuracy on
 //! the clean held-out set and wall-clock per step (LLQR's refreshes amortised).
 
-use super::{preconditioning_batch, Hyper, Method, Stepper};
+use super::{preconditioning_batch, Hyper, Method, Spread, Stepper};
 use crate::cli::RunConfig;
 use crate::data::Dataset;
-use crate::experiments::digits::split;
+use crate::experiments::images::{self, ImageSet};
 use crate::report::{mean_std, progress::Progress, Metrics, RunDir, Table};
 use crate::train::batch_x;
 use autograd::{no_grad, Var};
@@ -20,12 +21,16 @@ use tensor::{Error, Result, Rng};
 pub const OPTIONS: &[(&str, &str)] = &[
     ("epochs", "passes over the training set (quick 12, full 40)"),
     ("batch", "mini-batch size (64)"),
-    ("hidden", "hidden width of the MLP 64-h-h-10 (128)"),
+    ("hidden", "hidden width of the MLP d-h-h-10 (128)"),
     ("lr", "outer SGD learning rate, cosine to 0 (0.05)"),
     ("rho", "SAM radius ρ for every perturbed arm (0.05)"),
     (
         "noise",
-        "fraction of training labels flipped in the noisy setting (0.4)",
+        "percentages of training labels flipped symmetrically, one column each (quick 0,40,80; full 0,20,40,60,80)",
+    ),
+    (
+        "arms",
+        "optimisers by tag, comma-separated (quick: sgd,sam,fsam,llqr-ngd,llqr-sam-ngd-euclid,llqr-sam-ngd-unorm,llqr-fsam-ngd-euclid; full adds llqr-newton,llqr-sam-newton-euclid,llqr-sam-newton-unorm; also the -ngd-mean variants)",
     ),
     ("refresh", "LLQR: steps between refreshes of U (T_U, 25)"),
     (
@@ -34,9 +39,15 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ),
     (
         "inner-sweep",
-        "inner learning rates of the second table, comma-separated, empty for none (1,10,30)",
+        "inner learning rates of the sweep table for LLQR+SAM (NGD, ‖Ug‖₂), comma-separated, empty for none (quick none, full 1e-4,1e-2)",
     ),
+    images::OPTIONS[0],
+    images::OPTIONS[1],
+    images::OPTIONS[2],
 ];
+
+/// The images kept in the quick setting (train, test).
+const QUICK_SIZES: (usize, usize) = (2000, 1000);
 
 /// What one arm produced on one seed.
 pub struct ArmResult {
@@ -46,8 +57,10 @@ pub struct ArmResult {
     pub diverged_at: Option<usize>,
     /// Milliseconds per training step, refreshes included.
     pub ms_per_step: f64,
-    /// For LLQR arms, (mean, min, max) of U's diagonal.
-    pub preconditioner: Option<(f64, f64, f64)>,
+    /// For LLQR arms, the spread of U's entries after the last step.
+    pub preconditioner: Option<Spread>,
+    /// Non-finite entries of U's gradient sanitised over the run's refreshes.
+    pub sanitised: usize,
     /// The trained parameters.
     pub store: ParamStore<f32>,
 }
@@ -117,7 +130,13 @@ pub fn train_arm(
                     preconditioning_batch(&mut precond_rng, hyper.precond_batch, train.len())?;
                 let xp = Var::constant(batch_x(train, &pick)?);
                 let labels: Vec<usize> = pick.iter().map(|&i| train_labels[i]).collect();
-                l.refresh(&|| mlp.forward(&xp), &labels)?;
+                store.eval();
+                let refreshed = l.refresh(&|| mlp.forward(&xp), &labels, 0.0);
+                store.train();
+                refreshed?;
+                if let Some(u) = stepper.preconditioner_summary() {
+                    u.log(metrics, series, step);
+                }
             }
             let x = Var::constant(batch_x(train, &idx)?);
             let labels: Vec<usize> = idx.iter().map(|&i| train_labels[i]).collect();
@@ -129,6 +148,7 @@ pub fn train_arm(
                         diverged_at: Some(step),
                         ms_per_step: f64::NAN,
                         preconditioner: stepper.preconditioner_summary(),
+                        sanitised: stepper.sanitised(),
                         store,
                     })
                 }
@@ -150,61 +170,54 @@ pub fn train_arm(
         diverged_at: None,
         ms_per_step: 1e3 * busy / total as f64,
         preconditioner: stepper.preconditioner_summary(),
+        sanitised: stepper.sanitised(),
         store,
     })
 }
 
-/// The data every arm sees: clean and noisy training sets, the clean test set.
+/// The data every arm sees: one training set per noise level (the clean one first
+/// when 0 is among the levels), the clean test set.
 struct Data {
-    clean: Dataset,
-    noisy: Dataset,
+    train: Vec<(f64, Dataset)>,
     test: Dataset,
 }
 
-/// An arm summarised over seeds, both label settings.
+/// An arm summarised over seeds, for every noise level.
 struct Summary {
-    clean: Vec<f64>,
-    noisy: Vec<f64>,
+    /// Test accuracies, one list (over seeds) per noise level.
+    accuracy: Vec<Vec<f64>>,
     ms: Vec<f64>,
-    preconditioner: Option<(f64, f64, f64)>,
+    preconditioner: Option<Spread>,
+    sanitised: usize,
 }
 
-/// Trains `arm` on every seed, clean and noisy; the first clean seed's parameters go
-/// into `model` under `tag`.
+/// Trains `arm` on every seed and noise level; the first seed's parameters at the
+/// first level go into `model` under `tag`.
 fn summarise(
     arm: &Arm,
     tag: &str,
     data: &Data,
-    cfg: &RunConfig,
+    seeds: &[u64],
+    quiet: bool,
     metrics: &mut Metrics,
     model: &mut Vec<(String, AnyTensor)>,
 ) -> Result<Summary> {
-    let seeds = cfg.seed_list(2, 5);
     let mut out = Summary {
-        clean: Vec::new(),
-        noisy: Vec::new(),
+        accuracy: vec![Vec::new(); data.train.len()],
         ms: Vec::new(),
         preconditioner: None,
+        sanitised: 0,
     };
-    for &seed in &seeds {
-        for noisy in [false, true] {
-            let (train, label) = if noisy {
-                (&data.noisy, "noisy")
-            } else {
-                (&data.clean, "clean")
-            };
-            let series = format!("{tag}/{label}/seed{seed}");
-            let r = train_arm(arm, (train, &data.test), seed, &series, cfg.quiet, metrics)?;
-            if noisy {
-                &mut out.noisy
-            } else {
-                &mut out.clean
-            }
-            .push(r.accuracy);
+    for &seed in seeds {
+        for (level, (noise, train)) in data.train.iter().enumerate() {
+            let series = format!("{tag}/noise{:.0}/seed{seed}", noise * 100.0);
+            let r = train_arm(arm, (train, &data.test), seed, &series, quiet, metrics)?;
+            out.accuracy[level].push(r.accuracy);
+            out.sanitised += r.sanitised;
             if r.diverged_at.is_none() {
                 out.ms.push(r.ms_per_step);
             }
-            if seed == seeds[0] && !noisy {
+            if seed == seeds[0] && level == 0 {
                 out.preconditioner = r.preconditioner;
                 model.extend(
                     r.store
@@ -218,11 +231,35 @@ fn summarise(
     Ok(out)
 }
 
-fn preconditioner_cell(u: Option<(f64, f64, f64)>) -> String {
-    u.map_or("—".into(), |(m, lo, hi)| {
-        format!("{m:.4} [{lo:.4}, {hi:.4}]")
-    })
+fn preconditioner_cell(u: Option<Spread>) -> String {
+    u.map_or("—".into(), Spread::cell)
 }
+
+/// The headline arms: the SGD family and LLQR in the authors' default geometry (NGD,
+/// batch-summed Fisher) and perturbation norm (‖Ug‖₂), plus the U-norm.
+const QUICK_ARMS: &[&str] = &[
+    "sgd",
+    "sam",
+    "fsam",
+    "llqr-ngd",
+    "llqr-sam-ngd-euclid",
+    "llqr-sam-ngd-unorm",
+    "llqr-fsam-ngd-euclid",
+];
+
+/// The full setting adds the Newton geometry.
+const FULL_ARMS: &[&str] = &[
+    "sgd",
+    "sam",
+    "fsam",
+    "llqr-ngd",
+    "llqr-newton",
+    "llqr-sam-ngd-euclid",
+    "llqr-sam-ngd-unorm",
+    "llqr-sam-newton-euclid",
+    "llqr-sam-newton-unorm",
+    "llqr-fsam-ngd-euclid",
+];
 
 /// Runs the experiment and returns its tables.
 pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
@@ -232,6 +269,12 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         batch: cfg.opt("batch", 64usize)?,
         hidden: cfg.opt("hidden", 128usize)?,
     };
+    if budget.epochs == 0 || budget.batch == 0 || budget.hidden == 0 {
+        return Err(Error::value(
+            "llqr-sam",
+            "--epochs, --batch and --hidden must be positive",
+        ));
+    }
     let hyper = Hyper {
         lr: cfg.opt("lr", 0.05)?,
         momentum: 0.9,
@@ -243,17 +286,71 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         precond_batch: 128,
         inner_lr: cfg.opt("inner-lr", 1e-3)?,
     };
-    let sweep: Vec<f64> = cfg.opt_list("inner-sweep", &[1.0, 10.0, 30.0])?;
-    let noise: f64 = cfg.opt("noise", 0.4)?;
-    let (clean, test) = split()?;
-    let (noisy, flipped) = clean.with_label_noise(noise, &mut Rng::new(77))?;
-    let data = Data { clean, noisy, test };
-    let seeds = cfg.seed_list(2, 5).len();
+    let arms: Vec<Method> = cfg
+        .opt_list(
+            "arms",
+            &(if cfg.quick { QUICK_ARMS } else { FULL_ARMS })
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>(),
+        )?
+        .iter()
+        .map(|t| Method::parse(t))
+        .collect::<Result<_>>()?;
+    if arms.is_empty() {
+        return Err(Error::value("llqr-sam", "--arms names none"));
+    }
+    let sweep: Vec<f64> =
+        cfg.opt_list("inner-sweep", if cfg.quick { &[] } else { &[1e-4, 1e-2] })?;
+    let levels: Vec<f64> = cfg.opt_list(
+        "noise",
+        if cfg.quick {
+            &[0.0, 40.0, 80.0]
+        } else {
+            &[0.0, 20.0, 40.0, 60.0, 80.0]
+        },
+    )?;
+    if levels.is_empty() || levels.iter().any(|p| !(0.0..100.0).contains(p)) {
+        return Err(Error::value(
+            "llqr-sam",
+            format!("--noise: percentages in [0, 100) expected, got {levels:?}"),
+        ));
+    }
+    let images = images::load(
+        cfg,
+        ImageSet::Mnist,
+        if cfg.quick { QUICK_SIZES } else { (0, 0) },
+    )?;
+    let (clean, test) = (images.train, images.test);
+    let train = levels
+        .iter()
+        .map(|&pct| {
+            let (noisy, _) = clean.with_label_noise(pct / 100.0, &mut Rng::new(77))?;
+            Ok((pct / 100.0, noisy))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let data = Data { train, test };
+    let seeds = cfg.seed_list(3, 5);
     let mut metrics = Metrics::default();
     let mut model = Vec::new();
+    let mut header = vec!["optimiser".to_string()];
+    header.extend(levels.iter().map(|p| format!("noise {p:.0} %")));
+    header.extend(
+        [
+            "ms / step",
+            "× SGD",
+            "U entries: median [min, max]",
+            "sanitised",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    let header_refs: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
     let mut table = Table::new(
         &format!(
-            "llqr-sam: digits, MLP 64-{h}-{h}-10, {e} epochs, batch {b}, SGD lr {lr} cosine, momentum 0.9, wd 5e-4, ρ {rho}, T_U {tu}, inner solve 50 steps at lr {ilr}; {seeds} seeds; clean test accuracy after training on clean labels and with {pct:.0} % symmetric noise ({flipped} of {n} labels flipped)",
+            "llqr-sam: {src}, MLP {d}-{h}-{h}-10, {e} epochs, batch {b}, SGD lr {lr} cosine, momentum 0.9, wd 5e-4, ρ {rho}, T_U {tu}, inner solve 50 steps at lr {ilr} on 128 images; {n} seeds (mean ± std); clean test accuracy after training with symmetric label noise; U's spread after the last step of the first seed at the first level, relative to its initial value 1",
+            src = images.description,
+            d = clean.x.shape()[1],
             h = budget.hidden,
             e = budget.epochs,
             b = budget.batch,
@@ -261,80 +358,85 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             rho = hyper.rho,
             tu = hyper.refresh_every,
             ilr = hyper.inner_lr,
-            pct = noise * 100.0,
-            n = data.clean.len(),
+            n = seeds.len(),
         ),
-        &[
-            "optimiser",
-            "clean labels",
-            "noisy labels",
-            "ms / step",
-            "× SGD",
-            "U diagonal: mean [min, max]",
-        ],
+        &header_refs,
     );
     let mut sgd_ms = None;
-    for method in Method::all() {
+    for &method in &arms {
         let arm = Arm {
             method,
             hyper: hyper.clone(),
             budget: budget.clone(),
         };
-        let mut s = summarise(&arm, &method.tag(), &data, cfg, &mut metrics, &mut model)?;
+        let mut s = summarise(
+            &arm,
+            &method.tag(),
+            &data,
+            &seeds,
+            cfg.quiet,
+            &mut metrics,
+            &mut model,
+        )?;
         let ms = median(&mut s.ms);
         let base = *sgd_ms.get_or_insert(ms);
-        table.row(vec![
-            method.name(),
-            accuracy_cell(&s.clean),
-            accuracy_cell(&s.noisy),
+        let mut row = vec![method.name()];
+        row.extend(s.accuracy.iter().map(|a| accuracy_cell(a)));
+        row.extend([
             format!("{ms:.3}"),
             format!("{:.2}", ms / base),
             preconditioner_cell(s.preconditioner),
+            if s.preconditioner.is_some() {
+                s.sanitised.to_string()
+            } else {
+                "—".into()
+            },
         ]);
+        table.row(row);
     }
     let mut tables = vec![table];
     if !sweep.is_empty() {
+        let mut header = vec!["optimiser".to_string(), "inner lr".to_string()];
+        header.extend(levels.iter().map(|p| format!("noise {p:.0} %")));
+        header.push("U entries: median [min, max]".into());
+        let header_refs: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
         let mut t = Table::new(
             &format!(
-                "llqr-sam: the inner solve's learning rate (the authors' 1e-3 leaves U within a fraction of a percent of I at this scale); same setting, {seeds} seeds"
+                "llqr-sam: a sweep of the inner solve's learning rate around the authors' 1e-3 (not used to choose the headline arms); same setting, {} seeds",
+                seeds.len()
             ),
-            &[
-                "optimiser",
-                "inner lr",
-                "clean labels",
-                "noisy labels",
-                "U diagonal: mean [min, max]",
-            ],
+            &header_refs,
         );
-        for method in [
-            Method::Llqr(Geometry::Newton),
-            Method::LlqrSam(Geometry::Newton, PerturbationNorm::Matrix),
-        ] {
-            for &inner_lr in &sweep {
-                let arm = Arm {
-                    method,
-                    hyper: Hyper {
-                        inner_lr,
-                        ..hyper.clone()
-                    },
-                    budget: budget.clone(),
-                };
-                let tag = format!("{}-inner{inner_lr}", method.tag());
-                let s = summarise(&arm, &tag, &data, cfg, &mut metrics, &mut model)?;
-                t.row(vec![
-                    method.name(),
-                    format!("{inner_lr}"),
-                    accuracy_cell(&s.clean),
-                    accuracy_cell(&s.noisy),
-                    preconditioner_cell(s.preconditioner),
-                ]);
-            }
+        let method = Method::LlqrSam(Geometry::Fisher, PerturbationNorm::Euclidean);
+        for &inner_lr in &sweep {
+            let arm = Arm {
+                method,
+                hyper: Hyper {
+                    inner_lr,
+                    ..hyper.clone()
+                },
+                budget: budget.clone(),
+            };
+            let tag = format!("{}-inner{inner_lr}", method.tag());
+            let s = summarise(
+                &arm,
+                &tag,
+                &data,
+                &seeds,
+                cfg.quiet,
+                &mut metrics,
+                &mut model,
+            )?;
+            let mut row = vec![method.name(), format!("{inner_lr}")];
+            row.extend(s.accuracy.iter().map(|a| accuracy_cell(a)));
+            row.push(preconditioner_cell(s.preconditioner));
+            t.row(row);
         }
         tables.push(t);
     }
     let dir = RunDir::create(&cfg.out, "llqr-sam", &cfg.run_id())?;
     dir.write_metrics(
-        "llqr-sam: digits MLP",
+        "llqr-sam: MLP",
         &metrics,
         &[("train_loss", true), ("test_accuracy", false)],
         "epoch",

@@ -31,6 +31,7 @@ pub enum Method {
 fn geometry_name(g: Geometry) -> &'static str {
     match g {
         Geometry::Fisher => "NGD",
+        Geometry::MeanFisher => "NGD, mean Fisher",
         Geometry::Newton => "Newton",
     }
 }
@@ -43,22 +44,33 @@ fn norm_name(n: PerturbationNorm) -> &'static str {
 }
 
 impl Method {
-    /// The arms of the comparison, in table order.
-    pub fn all() -> Vec<Method> {
-        use Geometry::{Fisher, Newton};
+    /// Every method with a tag: the SGD family, then LLQR alone, LLQR+SAM and
+    /// LLQR+F-SAM in every geometry and norm.
+    pub fn known() -> Vec<Method> {
         use PerturbationNorm::{Euclidean, Matrix};
-        vec![
-            Method::Sgd,
-            Method::Sam,
-            Method::FriendlySam,
-            Method::Llqr(Fisher),
-            Method::Llqr(Newton),
-            Method::LlqrSam(Fisher, Euclidean),
-            Method::LlqrSam(Fisher, Matrix),
-            Method::LlqrSam(Newton, Euclidean),
-            Method::LlqrSam(Newton, Matrix),
-            Method::LlqrFriendlySam(Fisher, Euclidean),
-        ]
+        let mut out = vec![Method::Sgd, Method::Sam, Method::FriendlySam];
+        for g in [Geometry::Fisher, Geometry::MeanFisher, Geometry::Newton] {
+            out.push(Method::Llqr(g));
+            for n in [Euclidean, Matrix] {
+                out.push(Method::LlqrSam(g, n));
+                out.push(Method::LlqrFriendlySam(g, n));
+            }
+        }
+        out
+    }
+
+    /// The method with this [`Method::tag`].
+    pub fn parse(tag: &str) -> Result<Method> {
+        Self::known()
+            .into_iter()
+            .find(|m| m.tag() == tag)
+            .ok_or_else(|| {
+                let tags: Vec<String> = Self::known().iter().map(|m| m.tag()).collect();
+                tensor::Error::value(
+                    "llqr-sam",
+                    format!("unknown arm '{tag}' (known: {})", tags.join(", ")),
+                )
+            })
     }
 
     /// Name in tables.
@@ -79,6 +91,7 @@ impl Method {
     pub fn tag(self) -> String {
         let g = |g: Geometry| match g {
             Geometry::Fisher => "ngd",
+            Geometry::MeanFisher => "ngd-mean",
             Geometry::Newton => "newton",
         };
         let n = |n: PerturbationNorm| match n {
@@ -130,55 +143,54 @@ pub enum Stepper {
 }
 
 impl Stepper {
-    /// Builds `method` over `params`.
+    /// Builds `method` over `params`; every arm's outer step is SGD with the hyper's
+    /// learning rate, momentum and weight decay.
     pub fn new(method: Method, params: Vec<Param<f32>>, h: &Hyper) -> Result<Stepper> {
-        let sgd = |params: Vec<Param<f32>>| -> Result<Box<dyn Optimizer<f32>>> {
-            Ok(Box::new(Sgd::new(
-                params,
-                SgdConfig::new(h.lr)
-                    .momentum(h.momentum)
-                    .weight_decay(h.weight_decay),
-            )?))
-        };
-        let llqr = |geometry, rho, norm, fsam: bool| -> Result<Stepper> {
+        let sgd: Box<dyn Optimizer<f32>> = Box::new(Sgd::new(
+            params,
+            SgdConfig::new(h.lr)
+                .momentum(h.momentum)
+                .weight_decay(h.weight_decay),
+        )?);
+        Self::around(method, sgd, h)
+    }
+
+    /// Builds `method` around `outer` (SAM and LLQR hand it their gradients; its own
+    /// learning rate, schedule and weight decay apply), so that an arm differs from
+    /// its baseline only by the method.
+    pub fn around(method: Method, outer: Box<dyn Optimizer<f32>>, h: &Hyper) -> Result<Stepper> {
+        let llqr = |outer: Box<dyn Optimizer<f32>>, geometry, rho, norm, fsam: bool| {
             let mut cfg = LlqrConfig {
-                lr: h.lr,
-                momentum: h.momentum,
-                weight_decay: h.weight_decay,
                 rho,
                 norm,
                 fsam_decay: fsam.then_some(h.fsam_decay),
                 refresh_every: h.refresh_every,
                 geometry,
                 // The authors' pairs: NGD with β = 0.95, Newton with β = 0.9.
-                ema: if geometry == Geometry::Fisher {
-                    0.95
-                } else {
+                ema: if geometry == Geometry::Newton {
                     0.9
+                } else {
+                    0.95
                 },
                 ..LlqrConfig::default()
             };
             cfg.inner.lr = h.inner_lr;
-            Ok(Stepper::Llqr(Box::new(LlqrSam::new(params.clone(), cfg)?)))
+            Ok::<_, tensor::Error>(Stepper::Llqr(Box::new(LlqrSam::with_outer(outer, cfg)?)))
         };
         match method {
-            Method::Sgd => Ok(Stepper::Plain(sgd(params)?)),
-            Method::Sam => Ok(Stepper::Sam(Sam::new(
-                sgd(params)?,
-                h.rho,
-                SamVariant::Sam,
-            )?)),
+            Method::Sgd => Ok(Stepper::Plain(outer)),
+            Method::Sam => Ok(Stepper::Sam(Sam::new(outer, h.rho, SamVariant::Sam)?)),
             Method::FriendlySam => Ok(Stepper::Sam(Sam::new(
-                sgd(params)?,
+                outer,
                 h.rho,
                 SamVariant::FriendlySam {
                     sigma: h.fsam_sigma,
                     decay: h.fsam_decay,
                 },
             )?)),
-            Method::Llqr(g) => llqr(g, 0.0, PerturbationNorm::Euclidean, false),
-            Method::LlqrSam(g, n) => llqr(g, h.rho, n, false),
-            Method::LlqrFriendlySam(g, n) => llqr(g, h.rho, n, true),
+            Method::Llqr(g) => llqr(outer, g, 0.0, PerturbationNorm::Euclidean, false),
+            Method::LlqrSam(g, n) => llqr(outer, g, h.rho, n, false),
+            Method::LlqrFriendlySam(g, n) => llqr(outer, g, h.rho, n, true),
         }
     }
 
@@ -211,8 +223,9 @@ impl Stepper {
         }
     }
 
-    /// For LLQR with a diagonal U: the mean and the range of U's entries.
-    pub fn preconditioner_summary(&self) -> Option<(f64, f64, f64)> {
+    /// For LLQR: the spread of U's entries (diagonal entries, or the factors' entries
+    /// for K-FAC-shaped and dense blocks) relative to their initial value 1.
+    pub fn preconditioner_summary(&self) -> Option<Spread> {
         let Stepper::Llqr(l) = self else {
             return None;
         };
@@ -224,12 +237,60 @@ impl Stepper {
             .flat_map(|t| t.to_vec())
             .map(|v| v as f64)
             .collect();
-        let n = entries.len().max(1) as f64;
-        let mean = entries.iter().sum::<f64>() / n;
-        let (lo, hi) = entries
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
-        Some((mean, lo, hi))
+        Spread::of(entries)
+    }
+
+    /// For LLQR: non-finite entries of U's gradient sanitised so far.
+    pub fn sanitised(&self) -> usize {
+        match self {
+            Stepper::Llqr(l) => l.sanitised(),
+            _ => 0,
+        }
+    }
+}
+
+/// Minimum, median and maximum of a set of values (U's entries).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spread {
+    /// Smallest value.
+    pub min: f64,
+    /// Median.
+    pub median: f64,
+    /// Largest value.
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of `values`; `None` when empty.
+    pub fn of(mut values: Vec<f64>) -> Option<Spread> {
+        if values.is_empty() {
+            return None;
+        }
+        values.sort_by(f64::total_cmp);
+        let n = values.len();
+        let median = if n % 2 == 1 {
+            values[n / 2]
+        } else {
+            0.5 * (values[n / 2 - 1] + values[n / 2])
+        };
+        Some(Spread {
+            min: values[0],
+            median,
+            max: values[n - 1],
+        })
+    }
+
+    /// As a table cell: "median [min, max]".
+    pub fn cell(self) -> String {
+        format!("{:.3} [{:.3}, {:.3}]", self.median, self.min, self.max)
+    }
+
+    /// Logs the three values at `step` of `series` (metrics `u_min`, `u_median`,
+    /// `u_max`).
+    pub fn log(self, metrics: &mut crate::report::Metrics, series: &str, step: usize) {
+        metrics.push(series, step, "u_min", self.min);
+        metrics.push(series, step, "u_median", self.median);
+        metrics.push(series, step, "u_max", self.max);
     }
 }
 
