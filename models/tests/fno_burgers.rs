@@ -3,7 +3,7 @@
 //! guess (zero, relative error 1), and the closed-form head trains it too.
 
 use models::data::burgers::{generate, BurgersConfig};
-use models::experiments::fno_burgers::{train_arm, Method, Pairs, Settings};
+use models::experiments::fno_burgers::{train_arm, Backbone, Method, Pairs, Settings};
 use models::report::Metrics;
 use nn::FnoConfig;
 use tensor::Tensor;
@@ -40,16 +40,15 @@ fn the_fno_learns_burgers_with_adam_and_with_the_proximal_head() {
             projection: 16,
             ..FnoConfig::burgers()
         },
-        epochs: 12,
+        steps: 120,
         lr: 3e-3,
         sgd_lr: 0.05,
-        lambda: 0.01,
-        beta: 1e-4,
         quiet: true,
     };
-    for method in [Method::AdamRelative, Method::Proximal] {
+    for method in [Method::AdamRelative, Method::Proximal(Backbone::Adam)] {
         let r = train_arm(
             method,
+            0.01,
             8,
             0,
             (&train, &test),

@@ -3,6 +3,7 @@
 
 use models::experiments::digits;
 use models::experiments::llqr_sam::classify::{train_arm, Arm, Budget};
+use models::experiments::llqr_sam::network::Model;
 use models::experiments::llqr_sam::pothole::{scalar_run, Pothole};
 use models::experiments::llqr_sam::{Hyper, Method};
 use models::report::Metrics;
@@ -29,6 +30,7 @@ fn llqr_sam_learns_digits_and_moves_its_preconditioner() {
         epochs: 8,
         batch: 64,
         hidden: 64,
+        model: Model::Mlp,
     };
     let run = |method| {
         let arm = Arm {
@@ -53,6 +55,25 @@ fn llqr_sam_learns_digits_and_moves_its_preconditioner() {
 }
 
 #[test]
+fn the_small_cnn_learns_digits_under_llqr_sam() {
+    let (train, test) = digits::split().unwrap();
+    let arm = Arm {
+        method: Method::LlqrSam(Geometry::Fisher, PerturbationNorm::Euclidean),
+        hyper: hyper(),
+        budget: Budget {
+            epochs: 6,
+            batch: 64,
+            hidden: 128,
+            model: Model::Cnn,
+        },
+    };
+    let r = train_arm(&arm, (&train, &test), 0, "t", true, &mut Metrics::default()).unwrap();
+    // Chance is 10 %.
+    assert!(r.accuracy > 80.0, "test accuracy {}", r.accuracy);
+    assert!(r.preconditioner.is_some() && r.ms_at_authors_period <= r.ms_per_step);
+}
+
+#[test]
 fn a_diverging_arm_is_reported_not_fatal() {
     let (train, test) = digits::split().unwrap();
     let arm = Arm {
@@ -62,6 +83,7 @@ fn a_diverging_arm_is_reported_not_fatal() {
             epochs: 2,
             batch: 64,
             hidden: 32,
+            model: Model::Mlp,
         },
     };
     let r = train_arm(&arm, (&train, &test), 0, "t", true, &mut Metrics::default()).unwrap();

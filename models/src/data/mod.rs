@@ -7,6 +7,7 @@ pub mod cifar;
 pub mod csv;
 pub mod dataset;
 pub mod idx;
+pub mod mixture;
 pub mod molecules;
 pub mod toy;
 

@@ -68,6 +68,13 @@ pub fn registry() -> Vec<Experiment> {
             run: closed_form::classification::run,
         },
         Experiment {
+            name: "closed-form-classes",
+            about: "closed-form head on one-hot targets vs cross-entropy as the number of classes grows (Gaussian mixture, fixed samples per class)",
+            in_demo: false,
+            options: closed_form::classes::OPTIONS,
+            run: closed_form::classes::run,
+        },
+        Experiment {
             name: "cifar",
             about: "ResNet-18/34, VGG16-BN or WRN on CIFAR-10/100 (--data DIR) or real MNIST padded to 32×32×3: SGD, Adam, SAM, LLQR+SAM and a closed-form head",
             in_demo: true,

@@ -9,7 +9,7 @@
 //! alone.
 
 use super::curvature::{fisher_vector_product, hessian_vector_product, BatchScale, Geometry};
-use super::preconditioner::{InnerSolve, InnerTrace, Preconditioner, Structure};
+use super::preconditioner::{Gvp, InnerSolve, InnerTrace, Preconditioner, Structure};
 use crate::optimizer::{check_lr, check_range, Optimizer};
 use crate::sam::{gradients, perturb, restore};
 use crate::sgd::{Sgd, SgdConfig};
@@ -202,7 +202,7 @@ impl<T: Element> LlqrSam<T> {
     /// on it (from the parameters' current leaves; the caller puts the model in
     /// evaluation mode, as the authors do) and `labels` are its classes, the loss
     /// being cross-entropy with `label_smoothing`. The inner solve warm-starts from U
-    /// and its result is blended in as an EMA; diagonal blocks are then floored.
+    /// and its result is blended in as an EMA; a diagonal U is then floored.
     pub fn refresh(
         &mut self,
         logits: &dyn Fn() -> Result<Var<T>>,
@@ -223,8 +223,34 @@ impl<T: Element> LlqrSam<T> {
                 Geometry::Newton => hessian_vector_product(&params, &loss()?, v),
             }
         };
+        self.fit(&g, &gvp)
+    }
+
+    /// Refits U with the Hessian of any scalar `loss()` (the Newton geometry, for
+    /// models that are not classifiers, e.g. the two-scale quadratic); an error for the
+    /// Fisher geometries, which need logits.
+    pub fn refresh_newton(&mut self, loss: &dyn Fn() -> Result<Var<T>>) -> Result<InnerTrace> {
+        if self.cfg.geometry != Geometry::Newton {
+            return Err(Error::value(
+                "LlqrSam::refresh_newton",
+                format!(
+                    "the {:?} geometry needs logits: use refresh",
+                    self.cfg.geometry
+                ),
+            ));
+        }
+        let params = self.params.clone();
+        let (_, g) = gradients(&params, loss)?;
+        let g = g.into_tensors();
+        let gvp = |v: &[Tensor<T>]| hessian_vector_product(&params, &loss()?, v);
+        self.fit(&g, &gvp)
+    }
+
+    /// The inner solve from the current U (warm start), blended in as an EMA, then
+    /// the floor on a diagonal U.
+    fn fit(&mut self, g: &[Tensor<T>], gvp: &Gvp<'_, T>) -> Result<InnerTrace> {
         let mut fitted = self.u.clone();
-        let trace = fitted.learn(&g, &gvp, &self.cfg.inner)?;
+        let trace = fitted.learn(g, gvp, &self.cfg.inner)?;
         self.u.ema(&fitted, self.cfg.ema)?;
         self.u.floor_diagonal(self.cfg.floor);
         self.sanitised += trace.sanitised;

@@ -1,6 +1,10 @@
 //! The learned block-diagonal preconditioner U of LLQR: one block per parameter
 //! tensor, diagonal, K-FAC-shaped (U(X) = A X Bᵀ with A and B learned directly — the
-//! structure of K-FAC, not its covariance estimates) or dense. U is fitted by
+//! structure of K-FAC, not its covariance estimates; a conv kernel [cout, cin, kh, kw]
+//! is the matrix cout × (cin·kh·kw), the authors' (kh·kw·cin) × cout transposed) or
+//! dense. The inner solve clips gradients per layer (a layer's kernel and bias
+//! together, the tensors whose names share everything before the last '.'), as the
+//! authors' per-layer blocks do. U is fitted by
 //! minimising the quadratic model of the loss along the preconditioned step,
 //! J(U) = gᵀΔ + ½Δᵀ(G + δI)Δ with Δ = −U g, by momentum steps whose gradients come
 //! from autograd; G·v products are supplied by the caller.
@@ -14,7 +18,8 @@ use tensor::{Element, Error, Result, Tensor};
 pub enum Structure {
     /// U = diag(d) per tensor (the default).
     Diagonal,
-    /// U(X) = A X Bᵀ for matrices (A: rows×rows, B: cols×cols), diagonal for vectors.
+    /// U(X) = A X Bᵀ for matrices and conv kernels (A: rows×rows, B: cols×cols of
+    /// the kernel as cout × (cin·kh·kw)), diagonal for vectors.
     Kfac,
     /// A dense P×P block per tensor (small layers and tests).
     Dense,
@@ -50,7 +55,14 @@ impl<T: Element> Block<T> {
     fn apply(&self, factors: &[Var<T>], g: &Var<T>) -> Result<Var<T>> {
         match self {
             Block::Diagonal(_) => factors[0].mul(g),
-            Block::Kfac(_, _) => factors[0].matmul(g)?.matmul(&factors[1].t()?),
+            Block::Kfac(a, b) => {
+                let shape = g.shape().to_vec();
+                let m = g.reshape(&[a.shape()[0], b.shape()[0]])?;
+                factors[0]
+                    .matmul(&m)?
+                    .matmul(&factors[1].t()?)?
+                    .reshape(&shape)
+            }
             Block::Dense(_) => {
                 let shape = g.shape().to_vec();
                 factors[0]
@@ -70,7 +82,8 @@ pub struct InnerSolve {
     pub lr: f64,
     /// Their momentum.
     pub momentum: f64,
-    /// Each factor's gradient is clipped to this norm.
+    /// Each layer's gradient (all its blocks' factors together) is clipped to this
+    /// norm.
     pub clip: f64,
     /// Damping δ added to the curvature (δI).
     pub damping: f64,
@@ -114,6 +127,30 @@ fn sanitise<T: Element>(v: T) -> T {
 #[derive(Clone, Debug)]
 pub struct Preconditioner<T: Element> {
     blocks: Vec<Block<T>>,
+    /// The layer of each block (blocks of one layer share a gradient clip).
+    layers: Vec<usize>,
+    /// True for the diagonal structure, the only one the floor applies to (the
+    /// authors floor diagonal and scalar structures, not the bias blocks of others).
+    diagonal: bool,
+}
+
+/// The layer index of each parameter: parameters whose names agree up to the last
+/// '.' (`fc1.weight`, `fc1.bias`) form one layer.
+fn layer_groups<T: Element>(params: &[Param<T>]) -> Vec<usize> {
+    let mut names: Vec<String> = Vec::new();
+    params
+        .iter()
+        .map(|p| {
+            let layer = p.name().rsplit_once('.').map_or(p.name(), |(l, _)| l);
+            match names.iter().position(|n| n == layer) {
+                Some(i) => i,
+                None => {
+                    names.push(layer.to_string());
+                    names.len() - 1
+                }
+            }
+        })
+        .collect()
 }
 
 /// A curvature-vector product G·v over tensors aligned with the parameters.
@@ -128,20 +165,28 @@ impl<T: Element> Preconditioner<T> {
                 let s = p.shape();
                 let n: usize = s.iter().product();
                 Ok(match (structure, s.len()) {
-                    (Structure::Kfac, 2) => Block::Kfac(Tensor::eye(s[0])?, Tensor::eye(s[1])?),
+                    (Structure::Kfac, 2 | 4) => {
+                        Block::Kfac(Tensor::eye(s[0])?, Tensor::eye(n / s[0])?)
+                    }
                     (Structure::Dense, _) => Block::Dense(Tensor::eye(n)?),
                     _ => Block::Diagonal(Tensor::ones(&s)?),
                 })
             })
             .collect::<Result<_>>()?;
-        Ok(Preconditioner { blocks })
+        Ok(Preconditioner {
+            blocks,
+            layers: layer_groups(params),
+            diagonal: structure == Structure::Diagonal,
+        })
     }
 
     /// A fixed diagonal preconditioner with the given entries (one tensor per
     /// parameter, same shapes).
     pub fn diagonal(entries: Vec<Tensor<T>>) -> Self {
         Preconditioner {
+            layers: (0..entries.len()).collect(),
             blocks: entries.into_iter().map(Block::Diagonal).collect(),
+            diagonal: true,
         }
     }
 
@@ -231,13 +276,14 @@ impl<T: Element> Preconditioner<T> {
             let outs: Vec<&Var<T>> = v.iter().collect();
             let cots: Vec<&Var<T>> = cot.iter().collect();
             let grads = grad(&outs, &flat, Some(&cots), false)?;
+            // Sanitise, then clip each layer's gradient (all its blocks' factors) to
+            // the norm `clip`.
+            let mut per_block: Vec<Vec<Tensor<T>>> = Vec::with_capacity(self.blocks.len());
             let mut k = 0;
-            let mut new_vel = Vec::with_capacity(self.blocks.len());
-            for (bi, block) in self.blocks.iter_mut().enumerate() {
-                let current = block.tensors();
-                let mut vel_b = Vec::with_capacity(current.len());
-                let mut next = Vec::with_capacity(current.len());
-                for (fi, t) in current.iter().enumerate() {
+            for block in &self.blocks {
+                let count = block.tensors().len();
+                let mut gs = Vec::with_capacity(count);
+                for _ in 0..count {
                     let mut gr = grads[k].value().clone();
                     k += 1;
                     let bad = gr.to_vec().iter().filter(|v| !v.is_finite()).count();
@@ -245,7 +291,24 @@ impl<T: Element> Preconditioner<T> {
                         sanitised += bad;
                         gr = gr.map(sanitise);
                     }
-                    let n = gr.square().sum_all().item()?.as_f64().sqrt();
+                    gs.push(gr);
+                }
+                per_block.push(gs);
+            }
+            let layers = self.layers.iter().copied().max().map_or(0, |m| m + 1);
+            let mut sq = vec![0.0; layers];
+            for (gs, &l) in per_block.iter().zip(&self.layers) {
+                for gr in gs {
+                    sq[l] += gr.square().sum_all().item()?.as_f64();
+                }
+            }
+            let mut new_vel = Vec::with_capacity(self.blocks.len());
+            for (bi, (block, gs)) in self.blocks.iter_mut().zip(per_block).enumerate() {
+                let n = sq[self.layers[bi]].sqrt();
+                let current = block.tensors();
+                let mut vel_b = Vec::with_capacity(current.len());
+                let mut next = Vec::with_capacity(current.len());
+                for (fi, (t, mut gr)) in current.iter().zip(gs).enumerate() {
                     if n > cfg.clip {
                         gr = gr.mul_scalar(cfg.clip / n);
                     }
@@ -288,9 +351,12 @@ impl<T: Element> Preconditioner<T> {
         Ok(())
     }
 
-    /// Floors diagonal blocks at `eps` (so that U never flips or kills a gradient
-    /// coordinate).
+    /// Floors a diagonal U at `eps` (so that it never flips or kills a gradient
+    /// coordinate); other structures, bias blocks included, are left as they are.
     pub fn floor_diagonal(&mut self, eps: f64) {
+        if !self.diagonal {
+            return;
+        }
         for b in &mut self.blocks {
             if let Block::Diagonal(d) = b {
                 *d = d.map(|v| {
@@ -302,6 +368,33 @@ impl<T: Element> Preconditioner<T> {
                 });
             }
         }
+    }
+
+    /// The same structure with the given factor tensors (as
+    /// [`Preconditioner::factor_tensors`] returns them: restoring a checkpoint, or
+    /// setting U by hand); shapes must match.
+    pub fn with_factor_tensors(&self, factors: Vec<Vec<Tensor<T>>>) -> Result<Self> {
+        let fits = factors.len() == self.blocks.len()
+            && self.blocks.iter().zip(&factors).all(|(b, f)| {
+                let own = b.tensors();
+                own.len() == f.len() && own.iter().zip(f).all(|(x, y)| x.shape() == y.shape())
+            });
+        if !fits {
+            return Err(Error::shape(
+                "Preconditioner::with_factor_tensors",
+                "the factors do not match the blocks' number or shapes",
+            ));
+        }
+        Ok(Preconditioner {
+            blocks: self
+                .blocks
+                .iter()
+                .zip(factors)
+                .map(|(b, f)| b.with(f))
+                .collect(),
+            layers: self.layers.clone(),
+            diagonal: self.diagonal,
+        })
     }
 
     /// The factor tensors of every block (diagonal entries, or A and B, or the dense

@@ -10,7 +10,7 @@ pub mod network;
 
 use crate::cli::RunConfig;
 use crate::experiments::images::ImageSet;
-use crate::experiments::llqr_sam::{preconditioning_batch, Hyper, Method, Stepper};
+use crate::experiments::llqr_sam::{preconditioning_batch, Hyper, Method, Spread, Stepper};
 use crate::report::{mean_std, progress::Progress, Metrics, RunDir, Table};
 use crate::train::batch_x;
 use autograd::{no_grad, Var};
@@ -43,7 +43,7 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ),
     (
         "optimisers",
-        "comma-separated among sgd, adam, adamw, sam, sam-adamw, llqr-sam, llqr-sam-adamw, closed-form (cifar: sgd, adam, sam, llqr-sam, closed-form; vit: adamw, sam-adamw, llqr-sam-adamw)",
+        "comma-separated among sgd, adam, adamw, sam, sam-adamw, llqr-sam, llqr-sam-adamw, llqr-fsam, llqr-fsam-adamw, closed-form (cifar: sgd, adam, sam, llqr-sam, closed-form; vit: adamw, sam-adamw, llqr-sam-adamw)",
     ),
     (
         "epochs",
@@ -95,6 +95,10 @@ pub enum Optimiser {
     LlqrSam,
     /// LLQR+SAM around the AdamW of the `adamw` arm (the authors' ViT recipe).
     LlqrSamAdamW,
+    /// LLQR+F-SAM (perturbation along U(g − ḡ)) around SGD.
+    LlqrFsam,
+    /// LLQR+F-SAM around AdamW.
+    LlqrFsamAdamW,
     /// SGD on the backbone under a closed-form proximal head (squared loss on one-hot
     /// targets).
     ClosedForm,
@@ -111,12 +115,14 @@ impl Optimiser {
             "sam-adamw" => Optimiser::SamAdamW,
             "llqr-sam" => Optimiser::LlqrSam,
             "llqr-sam-adamw" => Optimiser::LlqrSamAdamW,
+            "llqr-fsam" => Optimiser::LlqrFsam,
+            "llqr-fsam-adamw" => Optimiser::LlqrFsamAdamW,
             "closed-form" => Optimiser::ClosedForm,
             _ => {
                 return Err(Error::value(
                     "cifar",
                     format!(
-                    "unknown optimiser '{name}': expected sgd, adam, adamw, sam, sam-adamw, llqr-sam, llqr-sam-adamw or closed-form"
+                    "unknown optimiser '{name}': expected sgd, adam, adamw, sam, sam-adamw, llqr-sam, llqr-sam-adamw, llqr-fsam, llqr-fsam-adamw or closed-form"
                 ),
                 ))
             }
@@ -133,6 +139,8 @@ impl Optimiser {
             Optimiser::SamAdamW => "sam-adamw",
             Optimiser::LlqrSam => "llqr-sam",
             Optimiser::LlqrSamAdamW => "llqr-sam-adamw",
+            Optimiser::LlqrFsam => "llqr-fsam",
+            Optimiser::LlqrFsamAdamW => "llqr-fsam-adamw",
             Optimiser::ClosedForm => "closed-form",
         }
     }
@@ -151,6 +159,14 @@ impl Optimiser {
             ),
             Optimiser::LlqrSamAdamW => format!(
                 "LLQR+SAM around AdamW (NGD, ‖Ug‖₂), ρ = {}, T_U = {}",
+                s.hyper.rho, s.hyper.refresh_every
+            ),
+            Optimiser::LlqrFsam => format!(
+                "LLQR+F-SAM (NGD, ‖Ug‖₂), ρ = {}, T_U = {}",
+                s.hyper.rho, s.hyper.refresh_every
+            ),
+            Optimiser::LlqrFsamAdamW => format!(
+                "LLQR+F-SAM around AdamW (NGD, ‖Ug‖₂), ρ = {}, T_U = {}",
                 s.hyper.rho, s.hyper.refresh_every
             ),
             Optimiser::ClosedForm => {
@@ -192,6 +208,8 @@ pub struct ArmResult {
     pub train_loss: f64,
     /// Training seconds per epoch (evaluation excluded).
     pub seconds_per_epoch: f64,
+    /// For LLQR arms, the spread of U after the last step.
+    pub preconditioner: Option<Spread>,
     /// The trained parameters (the closed-form head as `net.head.closed_form`).
     pub tensors: NamedTensors,
 }
@@ -244,6 +262,16 @@ fn training(
         )),
         Optimiser::LlqrSamAdamW => Stepper::around(
             Method::LlqrSam(Geometry::Fisher, PerturbationNorm::Euclidean),
+            adamw()?,
+            h,
+        )
+        .map(Training::Step),
+        Optimiser::LlqrFsam => method(Method::LlqrFriendlySam(
+            Geometry::Fisher,
+            PerturbationNorm::Euclidean,
+        )),
+        Optimiser::LlqrFsamAdamW => Stepper::around(
+            Method::LlqrFriendlySam(Geometry::Fisher, PerturbationNorm::Euclidean),
             adamw()?,
             h,
         )
@@ -428,10 +456,15 @@ pub fn train_arm(
             AnyTensor::from_tensor(t.head.weight()),
         ));
     }
+    let preconditioner = match &training {
+        Training::Step(stepper) => stepper.preconditioner_summary(),
+        Training::Closed(_) => None,
+    };
     Ok(ArmResult {
         accuracy: acc,
         train_loss: last_loss,
         seconds_per_epoch: busy / s.epochs as f64,
+        preconditioner,
         tensors,
     })
 }
@@ -605,6 +638,7 @@ pub fn run_with(cfg: &RunConfig, defaults: &Defaults) -> Result<Vec<Table>> {
             "last-epoch train loss",
             "s / epoch",
             "× first row",
+            "U entries (first seed): median [min, max], moved > 1 %",
         ],
     );
     let mut metrics = Metrics::default();
@@ -612,12 +646,14 @@ pub fn run_with(cfg: &RunConfig, defaults: &Defaults) -> Result<Vec<Table>> {
     let mut first_time = None;
     for &opt in &optimisers {
         let (mut accs, mut losses, mut times) = (Vec::new(), Vec::new(), Vec::new());
+        let mut spread = None;
         for &seed in &seeds {
             let r = train_arm(opt, &images, &s, seed, &mut metrics)?;
             accs.push(r.accuracy);
             losses.push(r.train_loss);
             times.push(r.seconds_per_epoch);
             if seed == seeds[0] {
+                spread = r.preconditioner;
                 model.extend(
                     r.tensors
                         .into_iter()
@@ -633,6 +669,7 @@ pub fn run_with(cfg: &RunConfig, defaults: &Defaults) -> Result<Vec<Table>> {
             mean_std(&losses, 4),
             format!("{time:.1}"),
             format!("{:.2}", time / base),
+            spread.map_or("—".into(), Spread::cell),
         ]);
     }
     let dir = RunDir::create(&cfg.out, name, &cfg.run_id())?;

@@ -2,6 +2,7 @@
 //! layer refitted in closed form each step (proximal, or per-batch ridge), against
 //! SGD and Adam training the whole network, across batch sizes and seeds.
 
+pub mod classes;
 pub mod classification;
 pub mod regression;
 

@@ -3,6 +3,7 @@
 //! several seeds, on clean labels and with symmetric label noise; test accuracy on
 //! the clean held-out set and wall-clock per step (LLQR's refreshes amortised).
 
+use super::network::Model;
 use super::{preconditioning_batch, Hyper, Method, Spread, Stepper};
 use crate::cli::RunConfig;
 use crate::data::Dataset;
@@ -11,7 +12,7 @@ use crate::report::{mean_std, progress::Progress, Metrics, RunDir, Table};
 use crate::train::batch_x;
 use autograd::{no_grad, Var};
 use nn::checkpoint::AnyTensor;
-use nn::{loss, Activation, Mlp, Module, ParamStore};
+use nn::{loss, ParamStore};
 use optim::llqr::{Geometry, PerturbationNorm};
 use optim::Schedule;
 use std::time::Instant;
@@ -21,7 +22,8 @@ use tensor::{Error, Result, Rng};
 pub const OPTIONS: &[(&str, &str)] = &[
     ("epochs", "passes over the training set (quick 12, full 40)"),
     ("batch", "mini-batch size (64)"),
-    ("hidden", "hidden width of the MLP d-h-h-10 (128)"),
+    ("hidden", "hidden width of the MLP d-h-h-10; the CNN has h/16 and h/8 channels (128)"),
+    ("model", "mlp or cnn (mlp)"),
     ("lr", "outer SGD learning rate, cosine to 0 (0.05)"),
     ("rho", "SAM radius ρ for every perturbed arm (0.05)"),
     (
@@ -46,6 +48,9 @@ pub const OPTIONS: &[(&str, &str)] = &[
     images::OPTIONS[2],
 ];
 
+/// The authors' refresh period T_U (their `update_preconditioner_every` on CIFAR).
+pub const AUTHORS_REFRESH_PERIOD: usize = 1000;
+
 /// The images kept in the quick setting (train, test).
 const QUICK_SIZES: (usize, usize) = (2000, 1000);
 
@@ -57,6 +62,9 @@ pub struct ArmResult {
     pub diverged_at: Option<usize>,
     /// Milliseconds per training step, refreshes included.
     pub ms_per_step: f64,
+    /// The same with the refreshes amortised at the authors' period
+    /// ([`AUTHORS_REFRESH_PERIOD`]) instead of this run's.
+    pub ms_at_authors_period: f64,
     /// For LLQR arms, the spread of U's entries after the last step.
     pub preconditioner: Option<Spread>,
     /// Non-finite entries of U's gradient sanitised over the run's refreshes.
@@ -72,8 +80,10 @@ pub struct Budget {
     pub epochs: usize,
     /// Mini-batch size.
     pub batch: usize,
-    /// Hidden width.
+    /// Hidden width (the MLP's; the CNN has hidden/16 and hidden/8 channels).
     pub hidden: usize,
+    /// The network.
+    pub model: Model,
 }
 
 /// One arm: an optimiser with its settings and budget.
@@ -100,14 +110,10 @@ pub fn train_arm(
     let (train_labels, _) = train.labels()?;
     let (test_labels, _) = test.labels()?;
     let store = ParamStore::<f32>::new();
-    let h = budget.hidden;
     let mut rng = Rng::new(seed);
-    let mlp = Mlp::new(
-        &store.root().sub("mlp"),
-        &[train.x.shape()[1], h, h, 10],
-        Activation::Relu,
-        &mut rng,
-    )?;
+    let net = budget
+        .model
+        .build(&store.root(), train.x.shape()[1], budget.hidden, &mut rng)?;
     let mut stepper = Stepper::new(arm.method, store.trainable(), hyper)?;
     let per_epoch = train.len().div_ceil(budget.batch);
     let total = per_epoch * budget.epochs;
@@ -120,6 +126,7 @@ pub fn train_arm(
     let x_test = Var::constant(test.x.cast::<f32>());
     let mut progress = Progress::new(series, total, quiet);
     let (mut step, mut busy, mut accuracy) = (0, 0.0, 0.0);
+    let (mut refreshing, mut refreshes) = (0.0, 0usize);
     for epoch in 1..=budget.epochs {
         let mut sum = 0.0;
         for idx in train.batches(budget.batch, Some(&mut order))? {
@@ -131,7 +138,10 @@ pub fn train_arm(
                 let xp = Var::constant(batch_x(train, &pick)?);
                 let labels: Vec<usize> = pick.iter().map(|&i| train_labels[i]).collect();
                 store.eval();
-                let refreshed = l.refresh(&|| mlp.forward(&xp), &labels, 0.0);
+                let started = Instant::now();
+                let refreshed = l.refresh(&|| net.forward(&xp), &labels, 0.0);
+                refreshing += started.elapsed().as_secs_f64();
+                refreshes += 1;
                 store.train();
                 refreshed?;
                 if let Some(u) = stepper.preconditioner_summary() {
@@ -140,13 +150,14 @@ pub fn train_arm(
             }
             let x = Var::constant(batch_x(train, &idx)?);
             let labels: Vec<usize> = idx.iter().map(|&i| train_labels[i]).collect();
-            let value = match stepper.step(&|| loss::cross_entropy(&mlp.forward(&x)?, &labels, 0.0))
+            let value = match stepper.step(&|| loss::cross_entropy(&net.forward(&x)?, &labels, 0.0))
             {
                 Err(Error::NonFinite { .. }) => {
                     return Ok(ArmResult {
                         accuracy: f64::NAN,
                         diverged_at: Some(step),
                         ms_per_step: f64::NAN,
+                        ms_at_authors_period: f64::NAN,
                         preconditioner: stepper.preconditioner_summary(),
                         sanitised: stepper.sanitised(),
                         store,
@@ -161,7 +172,7 @@ pub fn train_arm(
         }
         metrics.push(series, epoch, "train_loss", sum / per_epoch as f64);
         store.eval();
-        accuracy = no_grad(|| loss::accuracy(mlp.forward(&x_test)?.value(), test_labels))?;
+        accuracy = no_grad(|| loss::accuracy(net.forward(&x_test)?.value(), test_labels))?;
         store.train();
         metrics.push(series, epoch, "test_accuracy", accuracy);
     }
@@ -169,6 +180,9 @@ pub fn train_arm(
         accuracy: accuracy * 100.0,
         diverged_at: None,
         ms_per_step: 1e3 * busy / total as f64,
+        ms_at_authors_period: 1e3
+            * ((busy - refreshing) / total as f64
+                + refreshing / refreshes.max(1) as f64 / AUTHORS_REFRESH_PERIOD as f64),
         preconditioner: stepper.preconditioner_summary(),
         sanitised: stepper.sanitised(),
         store,
@@ -187,6 +201,7 @@ struct Summary {
     /// Test accuracies, one list (over seeds) per noise level.
     accuracy: Vec<Vec<f64>>,
     ms: Vec<f64>,
+    ms_authors: Vec<f64>,
     preconditioner: Option<Spread>,
     sanitised: usize,
 }
@@ -205,6 +220,7 @@ fn summarise(
     let mut out = Summary {
         accuracy: vec![Vec::new(); data.train.len()],
         ms: Vec::new(),
+        ms_authors: Vec::new(),
         preconditioner: None,
         sanitised: 0,
     };
@@ -216,6 +232,7 @@ fn summarise(
             out.sanitised += r.sanitised;
             if r.diverged_at.is_none() {
                 out.ms.push(r.ms_per_step);
+                out.ms_authors.push(r.ms_at_authors_period);
             }
             if seed == seeds[0] && level == 0 {
                 out.preconditioner = r.preconditioner;
@@ -268,6 +285,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         epochs: cfg.opt("epochs", if cfg.quick { 12 } else { 40 })?,
         batch: cfg.opt("batch", 64usize)?,
         hidden: cfg.opt("hidden", 128usize)?,
+        model: Model::parse(&cfg.opt("model", "mlp".to_string())?)?,
     };
     if budget.epochs == 0 || budget.batch == 0 || budget.hidden == 0 {
         return Err(Error::value(
@@ -339,7 +357,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         [
             "ms / step",
             "× SGD",
-            "U entries: median [min, max]",
+            "U entries: median [min, max], moved > 1 %",
             "sanitised",
         ]
         .iter()
@@ -348,10 +366,9 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let header_refs: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
     let mut table = Table::new(
         &format!(
-            "llqr-sam: {src}, MLP {d}-{h}-{h}-10, {e} epochs, batch {b}, SGD lr {lr} cosine, momentum 0.9, wd 5e-4, ρ {rho}, T_U {tu}, inner solve 50 steps at lr {ilr} on 128 images; {n} seeds (mean ± std); clean test accuracy after training with symmetric label noise; U's spread after the last step of the first seed at the first level, relative to its initial value 1",
+            "llqr-sam: {src}, {net}, {e} epochs, batch {b}, SGD lr {lr} cosine, momentum 0.9, wd 5e-4, ρ {rho}, T_U {tu}, inner solve 50 steps at lr {ilr} on 128 images; {n} seeds (mean ± std); clean test accuracy after training with symmetric label noise; U's spread after the last step of the first seed at the first level, relative to its initial value 1",
             src = images.description,
-            d = clean.x.shape()[1],
-            h = budget.hidden,
+            net = budget.model.describe(clean.x.shape()[1], budget.hidden),
             e = budget.epochs,
             b = budget.batch,
             lr = hyper.lr,
@@ -379,12 +396,14 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             &mut model,
         )?;
         let ms = median(&mut s.ms);
+        let ms_authors = median(&mut s.ms_authors);
         let base = *sgd_ms.get_or_insert(ms);
         let mut row = vec![method.name()];
         row.extend(s.accuracy.iter().map(|a| accuracy_cell(a)));
         row.extend([
             format!("{ms:.3}"),
             format!("{:.2}", ms / base),
+            format!("{:.2}", ms_authors / base),
             preconditioner_cell(s.preconditioner),
             if s.preconditioner.is_some() {
                 s.sanitised.to_string()
@@ -398,7 +417,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     if !sweep.is_empty() {
         let mut header = vec!["optimiser".to_string(), "inner lr".to_string()];
         header.extend(levels.iter().map(|p| format!("noise {p:.0} %")));
-        header.push("U entries: median [min, max]".into());
+        header.push("U entries: median [min, max], moved > 1 %".into());
         let header_refs: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
         let mut t = Table::new(
             &format!(
@@ -436,7 +455,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     }
     let dir = RunDir::create(&cfg.out, "llqr-sam", &cfg.run_id())?;
     dir.write_metrics(
-        "llqr-sam: MLP",
+        "llqr-sam",
         &metrics,
         &[("train_loss", true), ("test_accuracy", false)],
         "epoch",

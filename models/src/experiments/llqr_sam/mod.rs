@@ -3,6 +3,7 @@
 //! norms, LLQR+F-SAM), and the one-dimensional pothole landscape.
 
 pub mod classify;
+pub mod network;
 pub mod pothole;
 
 use autograd::{backward, Var};
@@ -249,7 +250,7 @@ impl Stepper {
     }
 }
 
-/// Minimum, median and maximum of a set of values (U's entries).
+/// Minimum, median, maximum and the fraction moved from 1 of a set of values (U's entries).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Spread {
     /// Smallest value.
@@ -258,6 +259,8 @@ pub struct Spread {
     pub median: f64,
     /// Largest value.
     pub max: f64,
+    /// Fraction of the values more than 1 % away from 1 (U's initial entries).
+    pub moved: f64,
 }
 
 impl Spread {
@@ -268,6 +271,7 @@ impl Spread {
         }
         values.sort_by(f64::total_cmp);
         let n = values.len();
+        let moved = values.iter().filter(|v| (*v - 1.0).abs() > 0.01).count() as f64 / n as f64;
         let median = if n % 2 == 1 {
             values[n / 2]
         } else {
@@ -277,20 +281,28 @@ impl Spread {
             min: values[0],
             median,
             max: values[n - 1],
+            moved,
         })
     }
 
-    /// As a table cell: "median [min, max]".
+    /// As a table cell: "median [min, max], moved %".
     pub fn cell(self) -> String {
-        format!("{:.3} [{:.3}, {:.3}]", self.median, self.min, self.max)
+        format!(
+            "{:.3} [{:.3}, {:.3}], {:.1} %",
+            self.median,
+            self.min,
+            self.max,
+            100.0 * self.moved
+        )
     }
 
-    /// Logs the three values at `step` of `series` (metrics `u_min`, `u_median`,
-    /// `u_max`).
+    /// Logs the spread at `step` of `series` (metrics `u_min`, `u_median`, `u_max`,
+    /// `u_moved`).
     pub fn log(self, metrics: &mut crate::report::Metrics, series: &str, step: usize) {
         metrics.push(series, step, "u_min", self.min);
         metrics.push(series, step, "u_median", self.median);
         metrics.push(series, step, "u_max", self.max);
+        metrics.push(series, step, "u_moved", self.moved);
     }
 }
 
