@@ -32,12 +32,23 @@ fn train_and_test_share_means_not_samples() {
     };
     for c in 0..5 {
         let (a, b) = (mean_of(&train, c), mean_of(&test, c));
-        assert!(a.iter().zip(&b).all(|(p, q)| (p - q).abs() < 0.3), "{a:?} {b:?}");
+        assert!(
+            a.iter().zip(&b).all(|(p, q)| (p - q).abs() < 0.3),
+            "{a:?} {b:?}"
+        );
     }
     let bad = Mixture { classes: 1, ..m };
     assert!(gaussian_mixture(&bad, 10, 0)
         .unwrap_err()
         .to_string()
         .contains("at least 2 classes"));
-    assert!(gaussian_mixture(&Mixture { spread: f64::NAN, ..m }, 10, 0).is_err());
+    assert!(gaussian_mixture(
+        &Mixture {
+            spread: f64::NAN,
+            ..m
+        },
+        10,
+        0
+    )
+    .is_err());
 }

@@ -1,6 +1,6 @@
-//! Sharpness-aware minimisation (Foret et al.) and Friendly SAM (Li et al.): take the
-//! gradient at a perturbed point θ + ε on the same batch and let a base optimiser
-//! step with it from θ.
+//! Sharpness-aware minimisation (Foret et al.), Friendly SAM (Li et al.) and
+//! Fisher-SAM as the LLQR authors code it: take the gradient at a perturbed point
+//! θ + ε on the same batch and let a base optimiser step with it from θ.
 
 use crate::optimizer::{check_range, Optimizer};
 use autograd::{backward, Var};
@@ -19,6 +19,12 @@ pub enum SamVariant {
         sigma: f64,
         /// EMA decay λ.
         decay: f64,
+    },
+    /// ε = ρ f/√(gᵀf + 1e-12) with f = g/(g² + η) element-wise: a diagonal
+    /// empirical-Fisher metric (the LLQR authors' `fisher_sam`, η = 0.1).
+    FisherSam {
+        /// The damping η of the diagonal Fisher.
+        eta: f64,
     },
 }
 
@@ -82,6 +88,14 @@ impl<T: Element> Sam<T> {
             check_range("Sam", "sigma", sigma, 0.0, f64::INFINITY)?;
             check_range("Sam", "decay", decay, 0.0, 1.0)?;
         }
+        if let SamVariant::FisherSam { eta } = variant {
+            if !(eta > 0.0 && eta.is_finite()) {
+                return Err(Error::value(
+                    "Sam",
+                    format!("Fisher-SAM's η must be finite and > 0, got {eta}"),
+                ));
+            }
+        }
         Ok(Sam {
             base,
             rho,
@@ -109,7 +123,23 @@ impl<T: Element> Sam<T> {
                 .collect::<Result<_>>()?,
             _ => g.clone(),
         };
-        let scale = self.rho / (norm(&direction) + 1e-12);
+        let direction: Vec<Tensor<T>> = match self.variant {
+            SamVariant::FisherSam { eta } => direction
+                .iter()
+                .map(|g| g.div(&g.square().add_scalar(eta)))
+                .collect::<Result<_>>()?,
+            _ => direction,
+        };
+        let scale = match self.variant {
+            SamVariant::FisherSam { .. } => {
+                let mut gf = 0.0;
+                for (g, f) in g.iter().zip(&direction) {
+                    gf += g.mul(f)?.sum_all().item()?.as_f64();
+                }
+                self.rho / (gf + 1e-12).sqrt()
+            }
+            _ => self.rho / (norm(&direction) + 1e-12),
+        };
         let eps: Vec<Tensor<T>> = direction.iter().map(|d| d.mul_scalar(scale)).collect();
         let saved = perturb(&params, &eps)?;
         let perturbed = gradients(&params, loss);

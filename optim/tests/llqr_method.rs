@@ -726,3 +726,32 @@ fn a_learned_u_reaches_the_inverse_curvature_and_sets_the_hovering_envelope() {
         slope(&sam_amp, 0, 2)
     );
 }
+
+#[test]
+fn a_fisher_sam_step_by_hand() {
+    // ε = ρ f/√(gᵀf + 1e-12), f = g/(g² + η); the base SGD then steps with ∇L(θ + ε).
+    let (store, loss) = quadratic_model();
+    let p = store.trainable()[0].clone();
+    let (lr, rho, eta) = (0.1, 0.2, 0.1);
+    let sgd = optim::Sgd::new(store.trainable(), optim::SgdConfig::new(lr)).unwrap();
+    let mut opt =
+        optim::Sam::new(Box::new(sgd), rho, optim::SamVariant::FisherSam { eta }).unwrap();
+    let mut theta = [0.7, -1.3];
+    for _ in 0..2 {
+        let g = gradient_at(theta);
+        let f = [g[0] / (g[0] * g[0] + eta), g[1] / (g[1] * g[1] + eta)];
+        let s = rho / (g[0] * f[0] + g[1] * f[1] + 1e-12).sqrt();
+        let gp = gradient_at([theta[0] + s * f[0], theta[1] + s * f[1]]);
+        theta = [theta[0] - lr * gp[0], theta[1] - lr * gp[1]];
+        opt.step(&|| loss(&p.var())).unwrap();
+        let got = p.value().to_vec();
+        assert!((got[0] - theta[0]).abs() <= 1e-14 && (got[1] - theta[1]).abs() <= 1e-14);
+    }
+    let base = optim::Sgd::new(store.trainable(), optim::SgdConfig::new(lr)).unwrap();
+    assert!(optim::Sam::new(
+        Box::new(base),
+        rho,
+        optim::SamVariant::FisherSam { eta: 0.0 }
+    )
+    .is_err());
+}

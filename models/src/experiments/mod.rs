@@ -104,7 +104,7 @@ pub fn registry() -> Vec<Experiment> {
         },
         Experiment {
             name: "llqr-sam",
-            about: "MNIST MLP: SGD, SAM, F-SAM, LLQR and LLQR+SAM (NGD/Newton, both norms) on clean and 40 %-noisy labels, with cost per step",
+            about: "MNIST MLP or CNN: SGD, SAM, F-SAM, Fisher-SAM, LLQR, LLQR+SAM and LLQR+F-SAM at 0-80 % label noise, with U's spread and cost per step",
             in_demo: true,
             options: llqr_sam::classify::OPTIONS,
             run: llqr_sam::classify::run,

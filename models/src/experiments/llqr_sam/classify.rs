@@ -32,7 +32,7 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ),
     (
         "arms",
-        "optimisers by tag, comma-separated (quick: sgd,sam,fsam,llqr-ngd,llqr-sam-ngd-euclid,llqr-sam-ngd-unorm,llqr-fsam-ngd-euclid; full adds llqr-newton,llqr-sam-newton-euclid,llqr-sam-newton-unorm; also the -ngd-mean variants)",
+        "optimisers by tag, comma-separated (quick: sgd,sam,fsam,fisher-sam,llqr-ngd,llqr-sam-ngd-euclid,llqr-sam-ngd-unorm,llqr-fsam-ngd-euclid; full adds llqr-newton,llqr-sam-newton-euclid,llqr-sam-newton-unorm; also the -ngd-mean variants)",
     ),
     ("refresh", "LLQR: steps between refreshes of U (T_U, 25)"),
     (
@@ -258,6 +258,7 @@ const QUICK_ARMS: &[&str] = &[
     "sgd",
     "sam",
     "fsam",
+    "fisher-sam",
     "llqr-ngd",
     "llqr-sam-ngd-euclid",
     "llqr-sam-ngd-unorm",
@@ -269,6 +270,7 @@ const FULL_ARMS: &[&str] = &[
     "sgd",
     "sam",
     "fsam",
+    "fisher-sam",
     "llqr-ngd",
     "llqr-newton",
     "llqr-sam-ngd-euclid",

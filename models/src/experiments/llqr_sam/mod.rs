@@ -1,6 +1,6 @@
 //! The LLQR+SAM experiments: image classification with every optimiser of the
-//! comparison (SGD, SAM, F-SAM, LLQR alone, LLQR+SAM in both geometries and both
-//! norms, LLQR+F-SAM), and the one-dimensional pothole landscape.
+//! comparison (SGD, SAM, F-SAM, Fisher-SAM, LLQR alone, LLQR+SAM in every geometry
+//! and both norms, LLQR+F-SAM), and the one-dimensional pothole landscape.
 
 pub mod classify;
 pub mod network;
@@ -21,6 +21,8 @@ pub enum Method {
     Sam,
     /// Friendly SAM around SGD.
     FriendlySam,
+    /// Fisher-SAM (diagonal empirical-Fisher perturbation, η = 0.1) around SGD.
+    FisherSam,
     /// LLQR alone (ρ = 0).
     Llqr(Geometry),
     /// LLQR+SAM.
@@ -49,7 +51,12 @@ impl Method {
     /// LLQR+F-SAM in every geometry and norm.
     pub fn known() -> Vec<Method> {
         use PerturbationNorm::{Euclidean, Matrix};
-        let mut out = vec![Method::Sgd, Method::Sam, Method::FriendlySam];
+        let mut out = vec![
+            Method::Sgd,
+            Method::Sam,
+            Method::FriendlySam,
+            Method::FisherSam,
+        ];
         for g in [Geometry::Fisher, Geometry::MeanFisher, Geometry::Newton] {
             out.push(Method::Llqr(g));
             for n in [Euclidean, Matrix] {
@@ -80,6 +87,7 @@ impl Method {
             Method::Sgd => "SGD".into(),
             Method::Sam => "SAM".into(),
             Method::FriendlySam => "F-SAM".into(),
+            Method::FisherSam => "Fisher-SAM".into(),
             Method::Llqr(g) => format!("LLQR ({})", geometry_name(g)),
             Method::LlqrSam(g, n) => format!("LLQR+SAM ({}, {})", geometry_name(g), norm_name(n)),
             Method::LlqrFriendlySam(g, n) => {
@@ -103,6 +111,7 @@ impl Method {
             Method::Sgd => "sgd".into(),
             Method::Sam => "sam".into(),
             Method::FriendlySam => "fsam".into(),
+            Method::FisherSam => "fisher-sam".into(),
             Method::Llqr(x) => format!("llqr-{}", g(x)),
             Method::LlqrSam(x, y) => format!("llqr-sam-{}-{}", g(x), n(y)),
             Method::LlqrFriendlySam(x, y) => format!("llqr-fsam-{}-{}", g(x), n(y)),
@@ -188,6 +197,12 @@ impl Stepper {
                     sigma: h.fsam_sigma,
                     decay: h.fsam_decay,
                 },
+            )?)),
+            // The LLQR authors' η_F = 0.1.
+            Method::FisherSam => Ok(Stepper::Sam(Sam::new(
+                outer,
+                h.rho,
+                SamVariant::FisherSam { eta: 0.1 },
             )?)),
             Method::Llqr(g) => llqr(outer, g, 0.0, PerturbationNorm::Euclidean, false),
             Method::LlqrSam(g, n) => llqr(outer, g, h.rho, n, false),
