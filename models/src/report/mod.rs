@@ -107,6 +107,16 @@ impl Table {
 
     /// Adds a row.
     pub fn row(&mut self, cells: Vec<String>) {
+        // A row of another width is the experiment's own bug (a header it forgot),
+        // caught where the tests run experiments.
+        debug_assert_eq!(
+            cells.len(),
+            self.headers.len(),
+            "table '{}': a row of {} cells under {} headers",
+            self.title,
+            cells.len(),
+            self.headers.len()
+        );
         self.rows.push(cells);
     }
 

@@ -69,7 +69,7 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ),
     (
         "train-limit",
-        "train on the first N training images, 0 for all (quick 1500, full 0)",
+        "train on the first N training images, 0 for all (quick 1000, full 0)",
     ),
     ("test-limit", "test on the first N test images, 0 for all (quick 500, full 0)"),
     (
@@ -580,7 +580,7 @@ pub fn run_with(cfg: &RunConfig, defaults: &Defaults) -> Result<Vec<Table>> {
         cfg.data.as_deref(),
         ImageSet::parse(&cfg.opt("dataset", "mnist".to_string())?)?,
         (
-            cfg.opt("train-limit", if q { 1500 } else { 0 })?,
+            cfg.opt("train-limit", if q { 1000 } else { 0 })?,
             cfg.opt("test-limit", if q { 500 } else { 0 })?,
         ),
     )?;

@@ -28,7 +28,7 @@ pub const OPTIONS: &[(&str, &str)] = &[
 
 /// The images kept in the quick setting (train, test): the full-batch arm computes
 /// features of every training image at every step.
-const QUICK_SIZES: (usize, usize) = (2000, 1000);
+const QUICK_SIZES: (usize, usize) = (1500, 1000);
 
 /// Runs the experiment and returns its table.
 pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {

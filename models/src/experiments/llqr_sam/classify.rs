@@ -52,7 +52,7 @@ pub const OPTIONS: &[(&str, &str)] = &[
 pub const AUTHORS_REFRESH_PERIOD: usize = 1000;
 
 /// The images kept in the quick setting (train, test).
-const QUICK_SIZES: (usize, usize) = (2000, 1000);
+const QUICK_SIZES: (usize, usize) = (1500, 1000);
 
 /// What one arm produced on one seed.
 pub struct ArmResult {
@@ -359,6 +359,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         [
             "ms / step",
             "× SGD",
+            "× SGD at T_U = 1000",
             "U entries: median [min, max], moved > 1 %",
             "sanitised",
         ]
