@@ -269,3 +269,31 @@ fn a_bad_patch_and_constant_images_are_named() {
     assert!(e.contains("constant"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn arms_around_adamw_follow_adams_schedule() {
+    // An LLQR or SAM arm wrapped around AdamW must step at the AdamW arm's rate, not
+    // at SGD's (AdamW at SGD's 0.05 cannot train a ViT).
+    let s = settings(4, 1);
+    assert_ne!(s.adam_lr, s.hyper.lr);
+    for name in [
+        "adam",
+        "adamw",
+        "sam-adamw",
+        "llqr-sam-adamw",
+        "llqr-fsam-adamw",
+    ] {
+        assert_eq!(
+            Optimiser::parse(name).unwrap().base_lr(&s),
+            s.adam_lr,
+            "{name}"
+        );
+    }
+    for name in ["sgd", "sam", "llqr-sam", "llqr-fsam", "closed-form"] {
+        assert_eq!(
+            Optimiser::parse(name).unwrap().base_lr(&s),
+            s.hyper.lr,
+            "{name}"
+        );
+    }
+}

@@ -145,6 +145,23 @@ impl Optimiser {
         }
     }
 
+    /// The peak learning rate of its schedule: Adam's for every arm stepping through
+    /// Adam or AdamW (SAM and LLQR around AdamW included), SGD's otherwise.
+    pub fn base_lr(self, s: &Settings) -> f64 {
+        match self {
+            Optimiser::Adam
+            | Optimiser::AdamW
+            | Optimiser::SamAdamW
+            | Optimiser::LlqrSamAdamW
+            | Optimiser::LlqrFsamAdamW => s.adam_lr,
+            Optimiser::Sgd
+            | Optimiser::Sam
+            | Optimiser::LlqrSam
+            | Optimiser::LlqrFsam
+            | Optimiser::ClosedForm => s.hyper.lr,
+        }
+    }
+
     /// Its name in tables.
     pub fn name(self, s: &Settings) -> String {
         match self {
@@ -354,14 +371,7 @@ pub fn train_arm(
         .network
         .build(&store.root().sub("net"), classes, &mut rng)?;
     let mut training = training(opt, net.as_ref(), &store, s)?;
-    let base_lr = if matches!(
-        opt,
-        Optimiser::Adam | Optimiser::AdamW | Optimiser::SamAdamW
-    ) {
-        s.adam_lr
-    } else {
-        s.hyper.lr
-    };
+    let base_lr = opt.base_lr(s);
     let per_epoch = images.train.len().div_ceil(s.batch);
     let total = per_epoch * s.epochs;
     let schedule = Schedule::Cosine {
