@@ -1,9 +1,10 @@
 //! `cifar`: a CIFAR image classifier (ResNet-18/34, VGG16-BN or a wide ResNet) trained
 //! with SGD, Adam, SAM, LLQR+SAM and a closed-form proximal head, on CIFAR-10/100
 //! binary files (`--data DIR`) or on the built-in substitute, the shipped real MNIST
-//! padded to 32×32×3 (`--dataset digits`: the UCI digits upscaled to it): real images, small enough that `--quick` trains
-//! every optimiser in minutes on two cores (CIFAR itself cannot ship with the binary,
-//! and a procedural task would measure only what its generator put in).
+//! padded to 32×32×3 (`--dataset digits`: the UCI digits upscaled to it): real
+//! images, small enough that `--quick` trains every optimiser in minutes on two
+//! cores (CIFAR itself cannot ship with the binary, and a procedural task would
+//! measure only what its generator put in).
 
 pub mod data;
 pub mod network;

@@ -1,7 +1,8 @@
 //! `llqr-sam`: images (real MNIST by default, see [`crate::experiments::images`])
-//! with an MLP, trained by every optimiser of the comparison over
-//! several seeds, on clean labels and with symmetric label noise; test accuracy on
-//! the clean held-out set and wall-clock per step (LLQR's refreshes amortised).
+//! with an MLP or a small CNN, trained by every optimiser of the comparison over
+//! several seeds at several levels of symmetric label noise; test accuracy on the
+//! clean held-out set, wall-clock per step (with this run's refreshes, and amortised
+//! at the authors' period) and the spread of U.
 
 use super::network::Model;
 use super::{preconditioning_batch, Hyper, Method, Spread, Stepper};
