@@ -181,7 +181,8 @@ impl<T: Element> Preconditioner<T> {
     }
 
     /// A fixed diagonal preconditioner with the given entries (one tensor per
-    /// parameter, same shapes).
+    /// parameter, same shapes). Having no names, each tensor is its own layer for the
+    /// inner solve's clip (`identity` groups a layer's kernel and bias).
     pub fn diagonal(entries: Vec<Tensor<T>>) -> Self {
         Preconditioner {
             layers: (0..entries.len()).collect(),
