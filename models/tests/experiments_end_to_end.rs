@@ -129,3 +129,77 @@ fn closed_form_classes_has_a_column_per_class_count() {
     assert!(closed_form::classes::run(&bad).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// At a batch of the whole stage half, the weights DFIV's per-batch ridge leaves
+/// are its final full refit (the same solves on the same networks, in evaluation
+/// mode), so the two rows agree there; the proximal heads, anchored to their past,
+/// need not.
+#[test]
+fn dfiv_per_batch_ridge_on_the_whole_half_is_its_own_refit() {
+    let dir = tmpdir("e2e-dfiv");
+    let cfg = config(
+        &[
+            "--samples",
+            "80",
+            "--batches",
+            "10,0",
+            "--epochs",
+            "2",
+            "--seeds",
+            "1",
+        ],
+        &dir,
+    );
+    let tables = closed_form::dfiv::run(&cfg).unwrap();
+    let (mse, time) = (&tables[0], &tables[1]);
+    assert_eq!(mse.headers, vec!["arm", "batch 10", "whole half (40)"]);
+    assert_eq!((mse.rows.len(), time.rows.len()), (4, 5));
+    assert_eq!(mse.rows[0][2], mse.rows[1][2], "{:?}", mse.rows);
+    for r in &mse.rows {
+        assert!(
+            r[1..]
+                .iter()
+                .all(|c| c.parse::<f64>().is_ok_and(f64::is_finite)),
+            "{r:?}"
+        );
+    }
+    for bad in [
+        vec!["--batches", "41"],
+        vec!["--batches", "1"],
+        vec!["--epochs", "0"],
+        vec!["--lambda", "nan"],
+        vec!["--proximal-stages", "3"],
+    ] {
+        let mut all = bad.clone();
+        all.extend(["--samples", "80"]);
+        assert!(
+            closed_form::dfiv::run(&config(&all, &dir)).is_err(),
+            "{bad:?}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn one_step_table_has_a_row_per_width_and_gain() {
+    let dir = tmpdir("e2e-one-step");
+    let cfg = config(
+        &[
+            "--widths",
+            "4,8",
+            "--gains",
+            "1",
+            "--molecules",
+            "100",
+            "--seeds",
+            "2",
+        ],
+        &dir,
+    );
+    let tables = closed_form::one_step::run(&cfg).unwrap();
+    assert_eq!(tables[0].rows.len(), 2);
+    assert!(dir.join("closed-form-one-step").read_dir().unwrap().count() == 1);
+    let bad = config(&["--gains", "0"], &dir);
+    assert!(closed_form::one_step::run(&bad).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

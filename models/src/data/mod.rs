@@ -6,6 +6,7 @@ pub mod burgers;
 pub mod cifar;
 pub mod csv;
 pub mod dataset;
+pub mod demand;
 pub mod idx;
 pub mod mixture;
 pub mod molecules;

@@ -75,6 +75,20 @@ pub fn registry() -> Vec<Experiment> {
             run: closed_form::classes::run,
         },
         Experiment {
+            name: "closed-form-one-step",
+            about: "frozen random backbone: loss after one closed-form step vs one gradient step at the best step size, against the features' condition number",
+            in_demo: true,
+            options: closed_form::one_step::OPTIONS,
+            run: closed_form::one_step::run,
+        },
+        Experiment {
+            name: "dfiv",
+            about: "deep feature IV regression on the demand design: per-batch ridge stages with and without DFIV's final full refit vs proximal closed-form heads (structural MSE, wall time)",
+            in_demo: false,
+            options: closed_form::dfiv::OPTIONS,
+            run: closed_form::dfiv::run,
+        },
+        Experiment {
             name: "cifar",
             about: "ResNet-18/34, VGG16-BN or WRN on CIFAR-10/100 (--data DIR) or real MNIST padded to 32×32×3: SGD, Adam, SAM, LLQR+SAM and a closed-form head",
             in_demo: true,

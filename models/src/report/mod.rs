@@ -202,6 +202,11 @@ impl RunDir {
         self.write("plot.svg", &svg::render(title, &m.panels(panels, x_label)))
     }
 
+    /// Writes plot.svg from explicit panels (for plots whose x axis is not a step).
+    pub fn write_plot(&self, title: &str, panels: &[svg::Panel]) -> Result<()> {
+        self.write("plot.svg", &svg::render(title, panels))
+    }
+
     /// Writes the tables to table.txt.
     pub fn write_tables(&self, tables: &[Table]) -> Result<()> {
         let text: Vec<String> = tables.iter().map(Table::render).collect();

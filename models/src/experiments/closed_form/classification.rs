@@ -2,7 +2,7 @@
 //! [`crate::experiments::images`]) with the squared loss on one-hot targets and a
 //! closed-form last layer, against cross-entropy and squared-loss SGD.
 
-use super::{sweep, Method, Settings};
+use super::{selection_grids, sweep, validation_split, Method, Selection, Settings, Task};
 use crate::cli::RunConfig;
 use crate::experiments::images::{self, ImageSet};
 use crate::report::{Metrics, RunDir, Table};
@@ -12,15 +12,13 @@ use tensor::{Result, Tensor};
 pub const OPTIONS: &[(&str, &str)] = &[
     ("steps", "optimisation steps per run (quick 300, full 3000)"),
     ("batches", "batch sizes, 0 = full batch (8,32,128,0)"),
+    super::SELECTION_OPTIONS[0],
+    super::SELECTION_OPTIONS[1],
+    super::SELECTION_OPTIONS[2],
     (
-        "lambda",
-        "proximal strength λ against the mean batch loss (1)",
+        "lr",
+        "SGD learning rate, momentum 0.9, before the factors (0.01)",
     ),
-    (
-        "beta",
-        "per-batch ridge strength β against the mean batch loss (0.01)",
-    ),
-    ("lr", "SGD learning rate, momentum 0.9 (0.01)"),
     images::OPTIONS[0],
     images::OPTIONS[1],
     images::OPTIONS[2],
@@ -37,8 +35,8 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         steps: cfg.opt("steps", if cfg.quick { 300 } else { 3000 })?,
         sgd_lr: cfg.opt("lr", 0.01)?,
         adam_lr: 1e-3,
-        beta: cfg.opt("beta", 0.01)?,
-        lambda: cfg.opt("lambda", 1.0)?,
+        beta: 0.0,
+        lambda: 0.0,
         hidden: vec![128, 128],
         quiet: cfg.quiet,
     };
@@ -58,9 +56,36 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         .collect();
     let evaluate =
         |pred: &Tensor<f64>| -> Result<f64> { Ok(nn::loss::accuracy(pred, test_labels)? * 100.0) };
+    let (lambdas, betas, lr_factors) = selection_grids(cfg)?;
+    let (fitting, validation) = validation_split(train, 0.2, 0x7a1)?;
+    let (fit_labels, _) = fitting.labels()?;
+    let (val_labels, _) = validation.labels()?;
+    let fit_one_hot = Tensor::<f64>::one_hot(fit_labels, classes)?;
+    let evaluate_val =
+        |pred: &Tensor<f64>| -> Result<f64> { Ok(nn::loss::accuracy(pred, val_labels)? * 100.0) };
+    let selection = Selection {
+        task: Task {
+            train: &fitting,
+            targets: &fit_one_hot,
+            labels: Some(fit_labels),
+            x: &validation.x,
+            evaluate: &evaluate_val,
+        },
+        lower_is_better: false,
+        lambdas: &lambdas,
+        betas: &betas,
+        lr_factors: &lr_factors,
+    };
+    let task = Task {
+        train,
+        targets: &one_hot,
+        labels: Some(labels),
+        x: &test.x,
+        evaluate: &evaluate,
+    };
     let mut metrics = Metrics::default();
     let mut model = Vec::new();
-    let table = sweep(
+    let tables = sweep(
         &format!(
             "closed-form-classification: {}, MLP {}-128-128 features",
             images.description,
@@ -73,13 +98,10 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             Method::Ridge,
             Method::Proximal,
         ],
-        train,
-        &one_hot,
-        Some(labels),
-        &test.x,
-        &evaluate,
+        &task,
+        Some(&selection),
         &batches,
-        &cfg.seed_list(2, 5),
+        &cfg.seed_list(3, 5),
         &s,
         "accuracy (%)",
         2,
@@ -97,7 +119,6 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         model,
         vec![("experiment".into(), "closed-form-classification".into())],
     )?;
-    let tables = vec![table];
     dir.write_tables(&tables)?;
     eprintln!(
         "closed-form-classification: results in {}",

@@ -4,8 +4,11 @@
 
 pub mod classes;
 pub mod classification;
+pub mod dfiv;
+pub mod one_step;
 pub mod regression;
 
+use crate::cli::RunConfig;
 use crate::data::Dataset;
 use crate::report::{mean_std, Metrics, Table};
 use autograd::{backward, no_grad, Var};
@@ -34,14 +37,23 @@ pub enum Method {
 }
 
 impl Method {
-    /// Name in tables.
+    /// Name in tables, without its hyper-parameter.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Sgd => "SGD (squared loss)",
+            Method::Adam => "Adam (squared loss)",
+            Method::CrossEntropy => "SGD (cross-entropy)",
+            Method::Ridge => "per-batch ridge c.f.",
+            Method::Proximal => "proximal c.f.",
+        }
+    }
+
+    /// Name in tables, with the closed-form arms' λ or β from `s`.
     pub fn label(self, s: &Settings) -> String {
         match self {
-            Method::Sgd => "SGD (squared loss)".into(),
-            Method::Adam => "Adam (squared loss)".into(),
-            Method::CrossEntropy => "SGD (cross-entropy)".into(),
-            Method::Ridge => format!("per-batch ridge c.f. (β = {})", s.beta),
-            Method::Proximal => format!("proximal c.f. (λ = {})", s.lambda),
+            Method::Ridge => format!("{} (β = {})", self.name(), s.beta),
+            Method::Proximal => format!("{} (λ = {})", self.name(), s.lambda),
+            _ => self.name().into(),
         }
     }
 
@@ -225,17 +237,131 @@ pub fn run_arm(
     Ok(((last_metric, start.elapsed().as_secs_f64()), tensors))
 }
 
+/// A training set with its squared-loss targets, and how predictions are scored.
+pub struct Task<'a> {
+    /// The training inputs.
+    pub train: &'a Dataset,
+    /// The squared-loss targets `[n, k]` of `train`.
+    pub targets: &'a Tensor<f64>,
+    /// The classes of `train`, for cross-entropy.
+    pub labels: Option<&'a [usize]>,
+    /// The inputs to score.
+    pub x: &'a Tensor<f64>,
+    /// Scores predictions `[n_x, k]` of `x`.
+    pub evaluate: &'a dyn Fn(&Tensor<f64>) -> Result<f64>,
+}
+
+/// The validation choice of every arm's hyper-parameter: each method's grid is
+/// trained on the fitting part and scored on the validation part, at one seed, per
+/// batch size; the best value is then run on the whole training set at every seed.
+pub struct Selection<'a> {
+    /// Training on the fitting part, scoring on the validation part.
+    pub task: Task<'a>,
+    /// The metric is an error (lower is better), not an accuracy.
+    pub lower_is_better: bool,
+    /// Grid of proximal λ.
+    pub lambdas: &'a [f64],
+    /// Grid of ridge β.
+    pub betas: &'a [f64],
+    /// Grid of factors on the SGD and Adam learning rates (the baselines get the
+    /// same care as the closed-form arms).
+    pub lr_factors: &'a [f64],
+}
+
+/// The options of the validation grids, shared by the regression and classification
+/// experiments.
+pub const SELECTION_OPTIONS: [(&str, &str); 3] = [
+    (
+        "lambdas",
+        "grid of proximal λ against the mean batch loss, chosen on a 20 % validation split per batch size (0.1,1,10)",
+    ),
+    (
+        "betas",
+        "grid of per-batch ridge β against the mean batch loss, chosen likewise (0.001,0.01,0.1)",
+    ),
+    (
+        "lr-factors",
+        "grid of factors on the SGD and Adam learning rates, chosen likewise (0.3,1,3)",
+    ),
+];
+
+/// The grids of [`SELECTION_OPTIONS`]: (λ, β, learning-rate factors), checked.
+pub fn selection_grids(cfg: &RunConfig) -> Result<(Vec<f64>, Vec<f64>, Vec<f64>)> {
+    let lambdas: Vec<f64> = cfg.opt_list("lambdas", &[0.1, 1.0, 10.0])?;
+    let betas: Vec<f64> = cfg.opt_list("betas", &[1e-3, 1e-2, 1e-1])?;
+    let factors: Vec<f64> = cfg.opt_list("lr-factors", &[0.3, 1.0, 3.0])?;
+    let positive = |v: &[f64]| !v.is_empty() && v.iter().all(|x| x.is_finite() && *x > 0.0);
+    let non_negative = !betas.is_empty() && betas.iter().all(|x| x.is_finite() && *x >= 0.0);
+    if !positive(&lambdas) || !non_negative || !positive(&factors) {
+        return Err(tensor::Error::value(
+            "closed-form",
+            format!(
+                "--lambdas and --lr-factors need finite values > 0, --betas finite values ≥ 0, none empty; got {lambdas:?}, {betas:?}, {factors:?}"
+            ),
+        ));
+    }
+    Ok((lambdas, betas, factors))
+}
+
+/// The training set split into a fitting part and a validation part (the last
+/// `fraction` after a seeded shuffle).
+pub fn validation_split(train: &Dataset, fraction: f64, seed: u64) -> Result<(Dataset, Dataset)> {
+    let order = Rng::new(seed).permutation(train.len());
+    let n_val = ((train.len() as f64 * fraction).round() as usize).clamp(1, train.len() - 1);
+    let (fit, val) = order.split_at(train.len() - n_val);
+    Ok((train.subset(fit)?, train.subset(val)?))
+}
+
+/// One hyper-parameter value of a method, applied to the settings.
+fn with_value(method: Method, s: &Settings, value: f64) -> Settings {
+    let mut s = s.clone();
+    match method {
+        Method::Ridge => s.beta = value,
+        Method::Proximal => s.lambda = value,
+        Method::Adam => s.adam_lr *= value,
+        _ => s.sgd_lr *= value,
+    }
+    s
+}
+
+/// The grid a method's value is chosen from, and how the value is written.
+fn grid<'a>(
+    method: Method,
+    sel: &Selection<'a>,
+    s: &Settings,
+) -> (&'a [f64], Box<dyn Fn(f64) -> String>) {
+    match method {
+        Method::Ridge => (sel.betas, Box::new(|v| format!("β = {v:e}"))),
+        Method::Proximal => (sel.lambdas, Box::new(|v| format!("λ = {v:e}"))),
+        Method::Adam => {
+            let base = s.adam_lr;
+            (
+                sel.lr_factors,
+                Box::new(move |v| format!("lr = {:e}", base * v)),
+            )
+        }
+        _ => {
+            let base = s.sgd_lr;
+            (
+                sel.lr_factors,
+                Box::new(move |v| format!("lr = {:e}", base * v)),
+            )
+        }
+    }
+}
+
 /// Runs every method at every batch size over the seeds and tabulates the final
-/// test metric (mean ± std over seeds), one column per batch size.
+/// test metric (mean ± std over seeds), one column per batch size. With a
+/// [`Selection`], each method's value (λ, β or the learning rate) is first chosen
+/// per batch size on the validation split, reported in a table of its own, and the
+/// chosen value is written beside each cell; the tables returned are then the
+/// selection table and the result table, else the result table alone.
 #[allow(clippy::too_many_arguments)]
 pub fn sweep(
     title: &str,
     methods: &[Method],
-    train: &Dataset,
-    targets: &Tensor<f64>,
-    labels: Option<&[usize]>,
-    test_x: &Tensor<f64>,
-    evaluate: &dyn Fn(&Tensor<f64>) -> Result<f64>,
+    task: &Task,
+    selection: Option<&Selection>,
     batches: &[usize],
     seeds: &[u64],
     s: &Settings,
@@ -243,41 +369,133 @@ pub fn sweep(
     digits: usize,
     metrics: &mut Metrics,
     model: &mut NamedTensors,
-) -> Result<Table> {
-    let mut headers = vec!["method".to_string()];
-    headers.extend(batches.iter().map(|&b| {
-        if b >= train.len() {
+) -> Result<Vec<Table>> {
+    let n = task.train.len();
+    let column = |b: usize| {
+        if b >= n {
             format!("full batch ({b})")
         } else {
             format!("batch {b}")
         }
-    }));
+    };
+    // chosen[m][j]: the value of method m at batch j (1 = the settings as given).
+    let mut chosen = vec![vec![None; batches.len()]; methods.len()];
+    let mut tables = Vec::new();
+    if let Some(sel) = selection {
+        let mut headers = vec!["method".to_string(), "value".to_string()];
+        headers.extend(batches.iter().map(|&b| column(b)));
+        let mut table = Table {
+            title: format!(
+                "{title} — validation {metric_name} of each value, seed {}, trained on {} samples, scored on {}; {} steps; the best per column (←) is used below",
+                seeds[0],
+                sel.task.train.len(),
+                sel.task.x.shape()[0],
+                s.steps
+            ),
+            headers,
+            rows: Vec::new(),
+        };
+        for (mi, &m) in methods.iter().enumerate() {
+            let (values, show) = grid(m, sel, s);
+            let mut scores = vec![vec![f64::NAN; batches.len()]; values.len()];
+            for (j, &b) in batches.iter().enumerate() {
+                for (i, &v) in values.iter().enumerate() {
+                    let run = run_arm(
+                        m,
+                        sel.task.train,
+                        sel.task.targets,
+                        sel.task.labels,
+                        sel.task.x,
+                        sel.task.evaluate,
+                        b.min(sel.task.train.len()),
+                        seeds[0],
+                        &with_value(m, s, v),
+                        &mut Metrics::default(),
+                    );
+                    // A failed solve disqualifies the value; anything else is an error.
+                    scores[i][j] = match run {
+                        Ok(((score, _), _)) if score.is_finite() => score,
+                        Ok(_) | Err(tensor::Error::Numerical { .. }) => f64::NAN,
+                        Err(e) => return Err(e),
+                    };
+                }
+                let better = |a: f64, b: f64| {
+                    if sel.lower_is_better {
+                        a < b
+                    } else {
+                        a > b
+                    }
+                };
+                let mut best: Option<usize> = None;
+                for (i, row) in scores.iter().enumerate() {
+                    if !row[j].is_nan() && best.is_none_or(|k| better(row[j], scores[k][j])) {
+                        best = Some(i);
+                    }
+                }
+                chosen[mi][j] = best.map(|i| values[i]);
+            }
+            for (i, &v) in values.iter().enumerate() {
+                let mut row = vec![m.name().to_string(), show(v)];
+                for (j, score) in scores[i].iter().enumerate() {
+                    let mark = if chosen[mi][j] == Some(v) { " ←" } else { "" };
+                    row.push(if score.is_nan() {
+                        "failed".into()
+                    } else {
+                        format!("{score:.digits$}{mark}")
+                    });
+                }
+                table.row(row);
+            }
+        }
+        tables.push(table);
+    }
+    let mut headers = vec!["method".to_string()];
+    headers.extend(batches.iter().map(|&b| column(b)));
     headers.push("s / run".into());
     let mut table = Table {
         title: format!(
-            "{title} — test {metric_name}, {} steps, {} seeds (mean ± std)",
+            "{title} — test {metric_name}, {} steps, {} seeds (mean ± std){}",
             s.steps,
-            seeds.len()
+            seeds.len(),
+            if selection.is_some() {
+                "; each method at its validation-chosen value (in brackets)"
+            } else {
+                ""
+            }
         ),
         headers,
         rows: Vec::new(),
     };
-    for &m in methods {
-        let mut row = vec![m.label(s)];
+    for (mi, &m) in methods.iter().enumerate() {
+        let mut row = vec![if selection.is_some() {
+            m.name().to_string()
+        } else {
+            m.label(s)
+        }];
         let mut secs = Vec::new();
-        for &b in batches {
+        for (j, &b) in batches.iter().enumerate() {
+            let (settings, note) = match (selection, chosen[mi][j]) {
+                (Some(sel), Some(v)) => {
+                    (with_value(m, s, v), format!(" [{}]", grid(m, sel, s).1(v)))
+                }
+                (Some(_), None) => {
+                    row.push("every value failed".into());
+                    continue;
+                }
+                (None, _) => (s.clone(), String::new()),
+            };
             let mut vals = Vec::new();
             for &seed in seeds {
                 let ((v, t), tensors) = run_arm(
                     m,
-                    train,
-                    targets,
-                    labels,
-                    test_x,
-                    evaluate,
-                    b.min(train.len()),
+                    task.train,
+                    task.targets,
+                    task.labels,
+                    task.x,
+                    task.evaluate,
+                    b.min(n),
                     seed,
-                    s,
+                    &settings,
                     metrics,
                 )?;
                 if seed == seeds[0] {
@@ -290,10 +508,11 @@ pub fn sweep(
                 vals.push(v);
                 secs.push(t);
             }
-            row.push(mean_std(&vals, digits));
+            row.push(format!("{}{note}", mean_std(&vals, digits)));
         }
         row.push(mean_std(&secs, 2));
         table.row(row);
     }
-    Ok(table)
+    tables.push(table);
+    Ok(tables)
 }

@@ -2,7 +2,7 @@
 //! and per-batch ridge on a synthetic molecular-energy regression (a QM9 stand-in)
 //! and on the diabetes set, across batch sizes.
 
-use super::{sweep, Method, Settings};
+use super::{selection_grids, sweep, validation_split, Method, Selection, Settings, Task};
 use crate::cli::RunConfig;
 use crate::data::{molecules, Dataset, Standardizer, Targets};
 use crate::experiments::diabetes;
@@ -13,15 +13,13 @@ use tensor::{Error, Result, Rng, Tensor};
 pub const OPTIONS: &[(&str, &str)] = &[
     ("steps", "optimisation steps per run (quick 300, full 3000)"),
     ("batches", "batch sizes, 0 = full batch (8,32,128,0)"),
+    super::SELECTION_OPTIONS[0],
+    super::SELECTION_OPTIONS[1],
+    super::SELECTION_OPTIONS[2],
     (
-        "lambda",
-        "proximal strength λ against the mean batch loss (1)",
+        "lr",
+        "SGD learning rate, momentum 0.9, before the factors (0.01)",
     ),
-    (
-        "beta",
-        "per-batch ridge strength β against the mean batch loss (0.01)",
-    ),
-    ("lr", "SGD learning rate, momentum 0.9 (0.01)"),
     (
         "molecules",
         "molecules generated (quick 1500, full 10000), 20% held out",
@@ -30,7 +28,7 @@ pub const OPTIONS: &[(&str, &str)] = &[
 ];
 
 /// The molecular-energy data, standardised on the training split.
-fn molecule_data(n: usize) -> Result<(Dataset, Dataset, Standardizer)> {
+pub(super) fn molecule_data(n: usize) -> Result<(Dataset, Dataset, Standardizer)> {
     let (train, test) = molecules::generate(n, 7)?.split(0.2, &mut Rng::new(11))?;
     let xs = Standardizer::fit(&train.x)?;
     let ys = Standardizer::fit(train.values()?)?;
@@ -50,8 +48,8 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         steps: cfg.opt("steps", if cfg.quick { 300 } else { 3000 })?,
         sgd_lr: cfg.opt("lr", 0.01)?,
         adam_lr: 1e-3,
-        beta: cfg.opt("beta", 0.01)?,
-        lambda: cfg.opt("lambda", 1.0)?,
+        beta: 0.0,
+        lambda: 0.0,
         hidden: vec![128, 128],
         quiet: cfg.quiet,
     };
@@ -63,7 +61,8 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             format!("--datasets must be molecules, diabetes or both, got '{which}'"),
         ));
     }
-    let seeds = cfg.seed_list(2, 5);
+    let (lambdas, betas, lr_factors) = selection_grids(cfg)?;
+    let seeds = cfg.seed_list(3, 5);
     let methods = [Method::Sgd, Method::Adam, Method::Ridge, Method::Proximal];
     let mut metrics = Metrics::default();
     let mut model = Vec::new();
@@ -116,14 +115,40 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         let evaluate = |pred: &Tensor<f64>| -> Result<f64> {
             ys.inverse(pred)?.sub(&truth)?.square().mean_all()?.item()
         };
-        let table = sweep(
+        let (fitting, validation) = validation_split(train, 0.2, 0x7a1)?;
+        let val_truth = ys.inverse(validation.values()?)?;
+        let evaluate_val = |pred: &Tensor<f64>| -> Result<f64> {
+            ys.inverse(pred)?
+                .sub(&val_truth)?
+                .square()
+                .mean_all()?
+                .item()
+        };
+        let selection = Selection {
+            task: Task {
+                train: &fitting,
+                targets: fitting.values()?,
+                labels: None,
+                x: &validation.x,
+                evaluate: &evaluate_val,
+            },
+            lower_is_better: true,
+            lambdas: &lambdas,
+            betas: &betas,
+            lr_factors: &lr_factors,
+        };
+        let task = Task {
+            train,
+            targets: train.values()?,
+            labels: None,
+            x: &test.x,
+            evaluate: &evaluate,
+        };
+        let found = sweep(
             &format!("closed-form-regression: {name}"),
             &methods,
-            train,
-            train.values()?,
-            None,
-            &test.x,
-            &evaluate,
+            &task,
+            Some(&selection),
             &batches,
             &seeds,
             &s,
@@ -138,8 +163,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             "molecules"
         };
         model.extend(arms.into_iter().map(|(k, v)| (format!("{key}.{k}"), v)));
-        println!("{}", table.render());
-        tables.push(table);
+        tables.extend(found);
     }
     let dir = RunDir::create(&cfg.out, "closed-form-regression", &cfg.run_id())?;
     dir.write_metrics(

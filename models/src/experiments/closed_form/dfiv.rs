@@ -1,0 +1,781 @@
+//! `dfiv`: deep feature instrumental-variable regression (Xu et al. 2021) on the
+//! demand design, as the authors' trainer runs it (liyuan9988/DeepFeatureIV,
+//! `src/models/DFIV/trainer.py`), with its two ridge stages solved per mini-batch —
+//! and the same training with proximal closed-form heads in place of the per-batch
+//! ridge solves. The claim under test (the closed-form last-layer paper): the
+//! proximal heads make DFIV's costly final refit on the full data unnecessary.
+//!
+//! DFIV, per paired mini-batch of the two stage halves:
+//! 1. instrument net ψ_Z, 20 Adam steps on the stage-1 ridge loss ‖ψ_X(p) − [ψ_Z(z), 1]Vᵀ‖²
+//!    with V solved on the batch (treatment net fixed);
+//! 2. covariate net ψ_C, 20 Adam steps on the stage-2 loss ‖y − Φ₂uᵀ‖² with
+//!    Φ₂ = [V̂ψ_Z, 1] ⊗ [ψ_C(t, s), 1] (34 features) and u solved on the batch;
+//! 3. treatment net ψ_X, 1 Adam step on the stage-2 loss, its gradient flowing through
+//!    the stage-1 solve V(ψ_X) (the stage-1 weight minimises a different objective,
+//!    so the envelope theorem does not cover it);
+//!
+//! then, after the last epoch, V and u refitted on the whole stage halves
+//! (`fit_t`), which is what the authors score. λ₁ = λ₂ = 0.1 scaled by each stage's
+//! sample count, Adam at 10⁻³, weight decay 0.1 on the covariate net only, networks of
+//! `nn_structure_for_demand.py` with their BatchNorm train/eval modes.
+//!
+//! Both closed-form weights inside the loss are treated by the envelope theorem (the
+//! loss is the objective the solve minimises, so the gradient with W held at W* is
+//! exact) except V in step 3. The proximal arm keeps DFIV's ridge term and adds the
+//! pull toward the previous solution with the same λ, untuned:
+//! u = argmin Σ‖y − Φ₂uᵀ‖² + λ‖u‖² + λ‖u − u_{t−1}‖², anchored at the u carried from
+//! the previous mini-batch; V stays DFIV's per-batch ridge, because V estimates the
+//! conditional expectation of the treatment features that the treatment net is
+//! still moving — an anchored V lags them, and the test predictions, which use the
+//! treatment net directly, disagree with the u fitted on the lagging V
+//! (`--proximal-stages 1,2` anchors V too, to show it). After each mini-batch both
+//! weights are refitted at the updated networks (evaluation-mode features, as at
+//! test time) and carried
+//! on. Scored: the structural MSE on the 2,800-point test grid with the weights left
+//! by training ("no refit") and after DFIV's final full refit, and the wall time of
+//! training and of that refit. The budget is the authors' epoch count, so smaller
+//! batches take more steps, as in their trainer; ragged last batches are dropped.
+
+use crate::cli::RunConfig;
+use crate::data::demand::{self, Demand};
+use crate::report::{mean_std, Metrics, RunDir, Table};
+use autograd::{backward, Var};
+use nn::checkpoint::{AnyTensor, NamedTensors};
+use nn::{Activation, BatchNorm, Linear, Module, ParamGrads, ParamStore, Sequential};
+use optim::closed_form::{
+    proximal_solution, proximal_var, ridge_solution, ridge_var, SolveForm, SolvePath,
+};
+use optim::{Adam, AdamConfig, Optimizer};
+use std::time::Instant;
+use tensor::{Error, Result, Rng, Tensor};
+
+/// Options of this experiment.
+pub const OPTIONS: &[(&str, &str)] = &[
+    (
+        "samples",
+        "training samples, half per stage (quick 1000, full 5000)",
+    ),
+    ("rho", "correlation ρ of the price and demand noise (0.5)"),
+    (
+        "batches",
+        "mini-batch sizes per stage, 0 = the whole stage half (quick 25,100,0; full 25,100,500,0)",
+    ),
+    (
+        "epochs",
+        "epochs over the stage halves (100, the authors')",
+    ),
+    (
+        "proximal-stages",
+        "which weights the proximal arm anchors: 2 = the stage-2 last layer u only (default; the envelope theorem covers only it), 1,2 = V too",
+    ),
+    (
+        "pulls",
+        "the proximal pull toward the previous u as multiples of λ, swept at the first seed in a table of its own and scored on the observable stage-2 loss of held-out samples (0.1,1,10; empty to skip)",
+    ),
+    (
+        "lambda",
+        "λ₁ = λ₂ against a stage's mean loss (0.1, the authors'); the proximal heads use the same λ as their pull toward the previous weights",
+    ),
+];
+
+/// Adam steps of the instrument net per mini-batch (the authors' `stage1_iter`).
+const STAGE1_ITER: usize = 20;
+/// Adam steps of the covariate net per mini-batch (`covariate_iter`).
+const COVARIATE_ITER: usize = 20;
+/// Adam steps of the treatment net per mini-batch (`stage2_iter`).
+const STAGE2_ITER: usize = 1;
+
+/// How the closed-form weights are solved during training.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Heads {
+    /// Ridge on the mini-batch (DFIV).
+    Ridge,
+    /// Proximal ridge anchored at the previous mini-batch's weights.
+    Proximal,
+}
+
+/// One of DFIV's three feature networks, its store (for its own train/eval mode)
+/// and its Adam optimiser.
+struct Net {
+    store: ParamStore<f64>,
+    body: Sequential<f64>,
+    opt: Adam<f64>,
+}
+
+impl Net {
+    /// Builds a network from (layer kind, width) steps after the input.
+    fn new(name: &str, layers: &[Layer], weight_decay: f64, rng: &mut Rng) -> Result<Self> {
+        let store = ParamStore::new();
+        let root = store.root().sub(name);
+        let mut body = Sequential::new();
+        let mut width = 0;
+        for (i, layer) in layers.iter().enumerate() {
+            let scope = root.sub(i.to_string());
+            body = match *layer {
+                Layer::Input(n) => {
+                    width = n;
+                    continue;
+                }
+                Layer::Linear(n) => {
+                    let l = Linear::new(&scope, width, n, true, rng)?;
+                    width = n;
+                    body.push(l)
+                }
+                Layer::Relu => body.push(Activation::Relu),
+                Layer::BatchNorm => body.push(BatchNorm::new(&scope, width)?),
+            };
+        }
+        let opt = Adam::new(
+            store.trainable(),
+            AdamConfig {
+                weight_decay,
+                ..AdamConfig::adam(1e-3)
+            },
+        )?;
+        Ok(Net { store, body, opt })
+    }
+
+    /// The features of `x`, in training or evaluation mode.
+    fn forward(&self, x: &Tensor<f64>, training: bool) -> Result<Var<f64>> {
+        if training {
+            self.store.train();
+        } else {
+            self.store.eval();
+        }
+        self.body.forward(&Var::constant(x.clone()))
+    }
+
+    /// One Adam step on `loss`.
+    fn step(&mut self, loss: &Var<f64>) -> Result<()> {
+        let grads = ParamGrads::collect(self.opt.params(), &backward(loss)?);
+        self.opt.step(&grads)
+    }
+}
+
+/// A layer of [`Net::new`].
+#[derive(Clone, Copy)]
+enum Layer {
+    Input(usize),
+    Linear(usize),
+    Relu,
+    BatchNorm,
+}
+
+/// The three networks of `nn_structure_for_demand.py`.
+struct Networks {
+    treatment: Net,
+    instrument: Net,
+    covariate: Net,
+}
+
+impl Networks {
+    fn new(seed: u64) -> Result<Self> {
+        use Layer::*;
+        let mut rng = Rng::new(seed);
+        Ok(Networks {
+            treatment: Net::new(
+                "treatment",
+                &[Input(1), Linear(16), Relu, Linear(1)],
+                0.0,
+                &mut rng,
+            )?,
+            instrument: Net::new(
+                "instrument",
+                &[
+                    Input(3),
+                    Linear(128),
+                    Relu,
+                    Linear(64),
+                    Relu,
+                    Linear(32),
+                    BatchNorm,
+                ],
+                0.0,
+                &mut rng,
+            )?,
+            covariate: Net::new(
+                "covariate",
+                &[
+                    Input(2),
+                    Linear(128),
+                    Relu,
+                    Linear(32),
+                    BatchNorm,
+                    Relu,
+                    Linear(16),
+                    Relu,
+                ],
+                0.1,
+                &mut rng,
+            )?,
+        })
+    }
+}
+
+/// `[x, 1]`: the intercept column of DFIV's `add_const_col`.
+fn with_ones(x: &Var<f64>) -> Result<Var<f64>> {
+    let ones = Var::constant(Tensor::ones(&[x.shape()[0], 1])?);
+    Var::cat(&[x, &ones], 1)
+}
+
+/// The stage-2 features: the row-wise outer product [t̂, 1] ⊗ [c, 1], flattened.
+fn stage2_features(treatment: &Var<f64>, covariate: &Var<f64>) -> Result<Var<f64>> {
+    let a = with_ones(treatment)?;
+    let c = with_ones(covariate)?;
+    let (b, i, j) = (a.shape()[0], a.shape()[1], c.shape()[1]);
+    a.reshape(&[b, i, 1])?
+        .mul(&c.reshape(&[b, 1, j])?)?
+        .reshape(&[b, i * j])
+}
+
+/// Σ‖y − ΦWᵀ‖² with W held constant (the envelope-theorem loss).
+fn fit_loss(phi: &Var<f64>, w: &Tensor<f64>, y: &Tensor<f64>) -> Result<Var<f64>> {
+    phi.matmul(&Var::constant(w.t()?))?
+        .sub(&Var::constant(y.clone()))?
+        .square()?
+        .sum_all()
+}
+
+/// The two ridge stages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// V: instrument features → treatment features.
+    One,
+    /// u: stage-2 features → outcome (the last layer).
+    Two,
+}
+
+/// The closed-form solves of one arm, counting the paths they took.
+struct Solver {
+    /// How V is solved.
+    stage1: Heads,
+    /// How u is solved.
+    stage2: Heads,
+    /// The proximal pull toward the previous weight, as a multiple of the ridge λ.
+    pull: f64,
+    /// Solves that needed the jitter or the QR fallback.
+    fallbacks: usize,
+}
+
+impl Solver {
+    /// Both stages by ridge.
+    fn ridge() -> Self {
+        Solver {
+            stage1: Heads::Ridge,
+            stage2: Heads::Ridge,
+            pull: 0.0,
+            fallbacks: 0,
+        }
+    }
+
+    /// argmin Σ‖y − Φwᵀ‖² + λ‖w‖² + pull·λ‖w − w_prev‖² is the proximal solution of
+    /// strength (1 + pull)λ anchored at w_prev·pull/(1 + pull).
+    fn proximal_terms(&self, prev: &Tensor<f64>, lam: f64) -> (Tensor<f64>, f64) {
+        (
+            prev.mul_scalar(self.pull / (1.0 + self.pull)),
+            (1.0 + self.pull) * lam,
+        )
+    }
+
+    fn heads(&self, stage: Stage) -> Heads {
+        match stage {
+            Stage::One => self.stage1,
+            Stage::Two => self.stage2,
+        }
+    }
+
+    /// The stage's weight for features `phi`, targets `y`, previous weight `prev`.
+    fn fit(
+        &mut self,
+        stage: Stage,
+        phi: &Tensor<f64>,
+        y: &Tensor<f64>,
+        prev: &Tensor<f64>,
+        lam: f64,
+    ) -> Result<Tensor<f64>> {
+        let solution = match self.heads(stage) {
+            Heads::Ridge => ridge_solution(phi, y, lam, SolveForm::Auto)?,
+            Heads::Proximal => {
+                let (anchor, strength) = self.proximal_terms(prev, lam);
+                proximal_solution(phi, y, &anchor, strength, SolveForm::Auto)?
+            }
+        };
+        if solution.path != SolvePath::Cholesky {
+            self.fallbacks += 1;
+        }
+        Ok(solution.w)
+    }
+
+    /// The stage-1 solve, differentiable in the targets.
+    fn fit_stage1_var(
+        &self,
+        phi: &Var<f64>,
+        y: &Var<f64>,
+        prev: &Tensor<f64>,
+        lam: f64,
+    ) -> Result<Var<f64>> {
+        match self.stage1 {
+            Heads::Ridge => ridge_var(phi, y, lam),
+            Heads::Proximal => {
+                let (anchor, strength) = self.proximal_terms(prev, lam);
+                proximal_var(phi, y, &anchor, strength)
+            }
+        }
+    }
+}
+
+/// The two closed-form weights: stage 1 V `[1, 33]`, stage 2 u `[1, 34]`.
+#[derive(Clone)]
+struct Weights {
+    v: Tensor<f64>,
+    u: Tensor<f64>,
+}
+
+/// Fits both stages on `stage1`/`stage2` with evaluation-mode features.
+fn fit_stages(
+    nets: &Networks,
+    solver: &mut Solver,
+    stage1: &Demand,
+    stage2: &Demand,
+    anchor: &Weights,
+    lam: (f64, f64),
+) -> Result<Weights> {
+    let z1 = with_ones(&nets.instrument.forward(&stage1.instrument, false)?)?;
+    let z2 = with_ones(&nets.instrument.forward(&stage2.instrument, false)?)?;
+    let t1 = nets.treatment.forward(&stage1.treatment, false)?;
+    let v = solver.fit(Stage::One, z1.value(), t1.value(), &anchor.v, lam.0)?;
+    let predicted = z2.matmul(&Var::constant(v.t()?))?;
+    let c2 = nets.covariate.forward(&stage2.covariate, false)?;
+    let phi = stage2_features(&predicted, &c2)?;
+    let u = solver.fit(Stage::Two, phi.value(), &stage2.outcome, &anchor.u, lam.1)?;
+    Ok(Weights { v, u })
+}
+
+/// Structural MSE of the networks with stage-2 weight `u` on the test grid.
+fn structural_mse(nets: &Networks, u: &Tensor<f64>, test: &Demand) -> Result<f64> {
+    let t = nets.treatment.forward(&test.treatment, false)?;
+    let c = nets.covariate.forward(&test.covariate, false)?;
+    let pred = stage2_features(&t, &c)?.matmul(&Var::constant(u.t()?))?;
+    pred.value()
+        .sub(&test.structural)?
+        .square()
+        .mean_all()?
+        .item()
+}
+
+/// The out-of-sample stage-2 loss mean (y − Φ₂uᵀ)² on held-out samples, with their
+/// treatment features predicted from the instrument through V: observable without
+/// the structural function, DFIV's validation criterion.
+fn stage2_loss(nets: &Networks, w: &Weights, val: &Demand) -> Result<f64> {
+    let z = with_ones(&nets.instrument.forward(&val.instrument, false)?)?;
+    let predicted = z.matmul(&Var::constant(w.v.t()?))?;
+    let c = nets.covariate.forward(&val.covariate, false)?;
+    let pred = stage2_features(&predicted, &c)?.matmul(&Var::constant(w.u.t()?))?;
+    pred.value().sub(&val.outcome)?.square().mean_all()?.item()
+}
+
+/// The measurements of one training run.
+struct Outcome {
+    /// Test MSE with the weights left by training.
+    mse_no_refit: f64,
+    /// Validation stage-2 loss with those weights.
+    validation_no_refit: f64,
+    /// Test MSE after the final full refit.
+    mse_refit: f64,
+    /// Seconds of training (test evaluations excluded).
+    train_secs: f64,
+    /// Seconds of the final full refit.
+    refit_secs: f64,
+    /// Solves that needed the jitter or the QR fallback.
+    fallbacks: usize,
+    /// The trained networks and the no-refit weights.
+    tensors: NamedTensors,
+}
+
+/// Everything one run needs.
+struct Setup<'a> {
+    stage1: &'a Demand,
+    stage2: &'a Demand,
+    test: &'a Demand,
+    batch: usize,
+    epochs: usize,
+    lambda: f64,
+    seed: u64,
+    /// The proximal arm anchors the stage-1 weight too (else only the last layer u).
+    proximal_stage1: bool,
+    /// The proximal pull as a multiple of λ (1 in the headline arms).
+    pull: f64,
+    /// Held-out samples for the observable stage-2 loss (the validation criterion).
+    validation: &'a Demand,
+    quiet: bool,
+}
+
+/// A shuffled epoch of full batches of `batch` indices below `n` (ragged rest dropped).
+fn shuffled_batches(n: usize, batch: usize, rng: &mut Rng) -> Vec<Vec<usize>> {
+    rng.permutation(n)
+        .chunks_exact(batch)
+        .map(<[usize]>::to_vec)
+        .collect()
+}
+
+/// One DFIV training run with the given heads.
+fn train(heads: Heads, s: &Setup, metrics: &mut Metrics) -> Result<Outcome> {
+    let mut nets = Networks::new(s.seed)?;
+    let mut solver = Solver {
+        stage1: if s.proximal_stage1 {
+            heads
+        } else {
+            Heads::Ridge
+        },
+        stage2: heads,
+        pull: s.pull,
+        fallbacks: 0,
+    };
+    let (n1, n2) = (s.stage1.len(), s.stage2.len());
+    // The authors scale λ by each stage's whole sample count, also for mini-batches.
+    let lam = (s.lambda * n1 as f64, s.lambda * n2 as f64);
+    let mut w = Weights {
+        v: Tensor::zeros(&[1, 33])?,
+        u: Tensor::zeros(&[1, 34])?,
+    };
+    let tag = match heads {
+        Heads::Ridge => "ridge",
+        Heads::Proximal => "prox",
+    };
+    let series = format!("{tag}/b{}/seed{}", s.batch, s.seed);
+    let mut progress = crate::report::progress::Progress::new(&series, s.epochs, s.quiet);
+    let mut order = Rng::new(s.seed ^ 0xd1f1);
+    let mut train_secs = 0.0;
+    for epoch in 1..=s.epochs {
+        let start = Instant::now();
+        let batches1 = shuffled_batches(n1, s.batch, &mut order);
+        let batches2 = shuffled_batches(n2, s.batch, &mut order);
+        for (i1, i2) in batches1.iter().zip(&batches2) {
+            let (b1, b2) = (s.stage1.select(i1)?, s.stage2.select(i2)?);
+            // 1. Instrument net on the stage-1 loss (treatment features fixed).
+            let t1 = nets
+                .treatment
+                .forward(&b1.treatment, false)?
+                .value()
+                .clone();
+            for _ in 0..STAGE1_ITER {
+                let z1 = with_ones(&nets.instrument.forward(&b1.instrument, true)?)?;
+                let v = solver.fit(Stage::One, z1.value(), &t1, &w.v, lam.0)?;
+                let loss = fit_loss(&z1, &v, &t1)?;
+                nets.instrument.step(&loss)?;
+            }
+            // 2. Covariate net on the stage-2 loss (predicted treatment fixed).
+            let z1 = with_ones(&nets.instrument.forward(&b1.instrument, false)?)?;
+            let z2 = with_ones(&nets.instrument.forward(&b2.instrument, false)?)?;
+            let v = solver.fit(Stage::One, z1.value(), &t1, &w.v, lam.0)?;
+            let predicted = z2.matmul(&Var::constant(v.t()?))?;
+            for _ in 0..COVARIATE_ITER {
+                let c2 = nets.covariate.forward(&b2.covariate, true)?;
+                let phi = stage2_features(&predicted, &c2)?;
+                let u = solver.fit(Stage::Two, phi.value(), &b2.outcome, &w.u, lam.1)?;
+                let loss = fit_loss(&phi, &u, &b2.outcome)?;
+                nets.covariate.step(&loss)?;
+            }
+            // 3. Treatment net through the stage-1 solve.
+            let c2 = Var::constant(
+                nets.covariate
+                    .forward(&b2.covariate, false)?
+                    .value()
+                    .clone(),
+            );
+            let z1 = Var::constant(z1.value().clone());
+            let z2 = Var::constant(z2.value().clone());
+            for _ in 0..STAGE2_ITER {
+                let t1 = nets.treatment.forward(&b1.treatment, true)?;
+                let v = solver.fit_stage1_var(&z1, &t1, &w.v, lam.0)?;
+                let phi = stage2_features(&z2.matmul(&v.t()?)?, &c2)?;
+                let u = solver.fit(Stage::Two, phi.value(), &b2.outcome, &w.u, lam.1)?;
+                let loss = fit_loss(&phi, &u, &b2.outcome)?;
+                nets.treatment.step(&loss)?;
+            }
+            // The weights at the updated networks, carried to the next mini-batch.
+            w = fit_stages(&nets, &mut solver, &b1, &b2, &w, lam)?;
+        }
+        train_secs += start.elapsed().as_secs_f64();
+        progress.update(epoch, epoch, f64::NAN);
+        if epoch % 10 == 0 || epoch == s.epochs {
+            metrics.push(
+                &series,
+                epoch,
+                "test_mse",
+                structural_mse(&nets, &w.u, s.test)?,
+            );
+        }
+    }
+    let mse_no_refit = structural_mse(&nets, &w.u, s.test)?;
+    let validation_no_refit = stage2_loss(&nets, &w, s.validation)?;
+    let start = Instant::now();
+    let mut refit_solver = Solver::ridge();
+    let refit = fit_stages(&nets, &mut refit_solver, s.stage1, s.stage2, &w, lam)?;
+    let refit_secs = start.elapsed().as_secs_f64();
+    let mse_refit = structural_mse(&nets, &refit.u, s.test)?;
+    let mut tensors = Vec::new();
+    for net in [&nets.treatment, &nets.instrument, &nets.covariate] {
+        tensors.extend(net.store.to_tensors());
+    }
+    tensors.push(("stage1.weight".into(), AnyTensor::from_tensor(&w.v)));
+    tensors.push(("stage2.weight".into(), AnyTensor::from_tensor(&w.u)));
+    Ok(Outcome {
+        mse_no_refit,
+        validation_no_refit,
+        mse_refit,
+        train_secs,
+        refit_secs,
+        fallbacks: solver.fallbacks + refit_solver.fallbacks,
+        tensors,
+    })
+}
+
+/// The proximal arm at each pull and batch size, at one seed: the validation
+/// stage-2 loss (the choice a user could make without the structural function)
+/// and the test structural MSE.
+#[allow(clippy::too_many_arguments)]
+fn pull_sweep(
+    pulls: &[f64],
+    batches: &[usize],
+    samples: usize,
+    rho: f64,
+    epochs: usize,
+    lambda: f64,
+    seed: u64,
+    test: &Demand,
+    quiet: bool,
+) -> Result<Table> {
+    let half = samples / 2;
+    let data = demand::train(samples, rho, seed)?;
+    let (stage1, stage2) = data.halves(&mut Rng::new(seed ^ 0x5917))?;
+    let validation = demand::train(half, rho, seed ^ 0x7a11d)?;
+    let mut headers = vec!["pull (× λ)".to_string()];
+    headers.extend(batches.iter().map(|&b| {
+        if b == 0 || b == half {
+            format!("whole half ({half})")
+        } else {
+            format!("batch {b}")
+        }
+    }));
+    let mut cells = vec![vec![(f64::NAN, f64::NAN); batches.len()]; pulls.len()];
+    for (pi, &pull) in pulls.iter().enumerate() {
+        for (bi, &b) in batches.iter().enumerate() {
+            let setup = Setup {
+                stage1: &stage1,
+                stage2: &stage2,
+                test,
+                batch: if b == 0 { half } else { b },
+                epochs,
+                lambda,
+                seed,
+                proximal_stage1: false,
+                pull,
+                validation: &validation,
+                quiet,
+            };
+            let out = train(Heads::Proximal, &setup, &mut Metrics::default())?;
+            cells[pi][bi] = (out.validation_no_refit, out.mse_no_refit);
+        }
+    }
+    let mut table = Table {
+        title: format!(
+            "dfiv: the proximal pull swept (u only, no refit), seed {seed}, n = {samples}, ρ = {rho}, {epochs} epochs, λ = {lambda} — validation stage-2 loss on {half} held-out samples / test structural MSE; ← = lowest validation loss per column"
+        ),
+        headers,
+        rows: Vec::new(),
+    };
+    for (pi, &pull) in pulls.iter().enumerate() {
+        let mut row = vec![pull.to_string()];
+        for bi in 0..batches.len() {
+            let best = (0..pulls.len())
+                .min_by(|&a, &b| cells[a][bi].0.total_cmp(&cells[b][bi].0))
+                .expect("a pull");
+            let (v, t) = cells[pi][bi];
+            row.push(format!(
+                "{v:.1} / {t:.1}{}",
+                if best == pi { " ←" } else { "" }
+            ));
+        }
+        table.row(row);
+    }
+    Ok(table)
+}
+
+/// Runs the experiment and returns its tables.
+pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
+    cfg.check_known("dfiv", OPTIONS)?;
+    let samples: usize = cfg.opt("samples", if cfg.quick { 1000 } else { 5000 })?;
+    let rho: f64 = cfg.opt("rho", 0.5)?;
+    let epochs: usize = cfg.opt("epochs", 100)?;
+    let lambda: f64 = cfg.opt("lambda", 0.1)?;
+    let default_batches: &[usize] = if cfg.quick {
+        &[25, 100, 0]
+    } else {
+        &[25, 100, 500, 0]
+    };
+    let batches: Vec<usize> = cfg.opt_list("batches", default_batches)?;
+    if samples < 4 || epochs == 0 || !(lambda > 0.0 && lambda.is_finite()) {
+        return Err(Error::value(
+            "dfiv",
+            format!("needs --samples ≥ 4, --epochs > 0 and a finite --lambda > 0, got {samples}, {epochs}, {lambda}"),
+        ));
+    }
+    let half = samples / 2;
+    if let Some(&b) = batches.iter().find(|&&b| b > half || b == 1) {
+        return Err(Error::value(
+            "dfiv",
+            format!(
+                "--batches: {b} is not in 2..={half} (half of --samples) or 0 for the whole half"
+            ),
+        ));
+    }
+    let stages: String = cfg.opt("proximal-stages", "2".to_string())?;
+    let proximal_stage1 = match stages.as_str() {
+        "2" => false,
+        "1,2" => true,
+        other => {
+            return Err(Error::value(
+                "dfiv",
+                format!("--proximal-stages must be 2 or 1,2, got '{other}'"),
+            ))
+        }
+    };
+    let pulls: Vec<f64> = cfg.opt_list("pulls", &[0.1, 1.0, 10.0])?;
+    if pulls.iter().any(|p| !(p.is_finite() && *p > 0.0)) {
+        return Err(Error::value(
+            "dfiv",
+            format!("--pulls need finite values > 0, got {pulls:?}"),
+        ));
+    }
+    let seeds = cfg.seed_list(3, 5);
+    let test = demand::test_grid()?;
+    let arms = [
+        (Heads::Ridge, false, "per-batch ridge, no refit"),
+        (
+            Heads::Ridge,
+            true,
+            "per-batch ridge + final full refit (DFIV)",
+        ),
+        (Heads::Proximal, false, "proximal c.f., no refit"),
+        (Heads::Proximal, true, "proximal c.f. + final full refit"),
+    ];
+    let columns: Vec<String> = batches
+        .iter()
+        .map(|&b| {
+            if b == 0 || b == half {
+                format!("whole half ({half})")
+            } else {
+                format!("batch {b}")
+            }
+        })
+        .collect();
+    let mut headers = vec!["arm".to_string()];
+    headers.extend(columns.iter().cloned());
+    let setting = format!(
+        "n = {samples} ({half} per stage), ρ = {rho}, {epochs} epochs, λ = {lambda}, proximal on {}, {} seeds (mean ± std)",
+        if proximal_stage1 { "V and u" } else { "u" },
+        seeds.len()
+    );
+    let mut mse = Table {
+        title: format!("dfiv: out-of-sample structural MSE on the 2,800-point grid — {setting}"),
+        headers: headers.clone(),
+        rows: Vec::new(),
+    };
+    let mut time = Table {
+        title: format!("dfiv: wall time per run, s — {setting}"),
+        headers,
+        rows: Vec::new(),
+    };
+    // results[arm][batch] = (mse values, seconds)
+    let mut results = vec![vec![(Vec::new(), Vec::new()); batches.len()]; arms.len()];
+    let mut refit_secs = vec![Vec::new(); batches.len()];
+    let mut fallbacks = 0;
+    let mut metrics = Metrics::default();
+    let mut model = Vec::new();
+    for &seed in &seeds {
+        let data = demand::train(samples, rho, seed)?;
+        let (stage1, stage2) = data.halves(&mut Rng::new(seed ^ 0x5917))?;
+        let validation = demand::train(half, rho, seed ^ 0x7a11d)?;
+        for (bi, &b) in batches.iter().enumerate() {
+            let batch = if b == 0 { half } else { b };
+            let setup = Setup {
+                stage1: &stage1,
+                stage2: &stage2,
+                test: &test,
+                batch,
+                epochs,
+                lambda,
+                seed,
+                proximal_stage1,
+                pull: 1.0,
+                validation: &validation,
+                quiet: cfg.quiet,
+            };
+            for heads in [Heads::Ridge, Heads::Proximal] {
+                let out = train(heads, &setup, &mut metrics)?;
+                fallbacks += out.fallbacks;
+                refit_secs[bi].push(out.refit_secs);
+                for (ai, &(h, refit, _)) in arms.iter().enumerate() {
+                    if h != heads {
+                        continue;
+                    }
+                    let (v, secs) = if refit {
+                        (out.mse_refit, out.train_secs + out.refit_secs)
+                    } else {
+                        (out.mse_no_refit, out.train_secs)
+                    };
+                    results[ai][bi].0.push(v);
+                    results[ai][bi].1.push(secs);
+                }
+                if seed == seeds[0] {
+                    let tag = if heads == Heads::Ridge {
+                        "ridge"
+                    } else {
+                        "prox"
+                    };
+                    model.extend(
+                        out.tensors
+                            .into_iter()
+                            .map(|(k, x)| (format!("{tag}.b{batch}.{k}"), x)),
+                    );
+                }
+            }
+        }
+    }
+    for (ai, &(_, _, label)) in arms.iter().enumerate() {
+        let mut row = vec![label.to_string()];
+        let mut trow = vec![label.to_string()];
+        for r in &results[ai] {
+            row.push(mean_std(&r.0, 1));
+            trow.push(mean_std(&r.1, 2));
+        }
+        mse.row(row);
+        time.row(trow);
+    }
+    let mut row = vec!["the final full refit alone".to_string()];
+    row.extend(refit_secs.iter().map(|r| mean_std(r, 4)));
+    time.row(row);
+    if fallbacks > 0 {
+        mse.title.push_str(&format!(
+            " [{fallbacks} solves needed the jitter or the QR fallback]"
+        ));
+    }
+    let mut tables = vec![mse, time];
+    if !pulls.is_empty() {
+        tables.push(pull_sweep(
+            &pulls, &batches, samples, rho, epochs, lambda, seeds[0], &test, cfg.quiet,
+        )?);
+    }
+    let dir = RunDir::create(&cfg.out, "dfiv", &cfg.run_id())?;
+    dir.write_metrics(
+        "dfiv: structural test MSE (no refit) by epoch",
+        &metrics,
+        &[("test_mse", true)],
+        "epoch",
+    )?;
+    dir.write_model(model, vec![("experiment".into(), "dfiv".into())])?;
+    dir.write_tables(&tables)?;
+    eprintln!("dfiv: results in {}", dir.path.display());
+    Ok(tables)
+}
