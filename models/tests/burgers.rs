@@ -4,7 +4,9 @@
 
 use models::data::burgers::cache::{self, Source};
 use models::data::burgers::solver::{Solver, Spectrum};
-use models::data::burgers::{field_std, generate, random_field, sample, BurgersConfig};
+use models::data::burgers::{
+    convergence_check, field_std, generate, random_field, sample, BurgersConfig,
+};
 use std::f64::consts::PI;
 use tensor::{Rng, Tensor};
 
@@ -234,4 +236,21 @@ fn bad_settings_are_refused() {
     }
     // Sampling a 512-point solver at 100 points would not be point values.
     assert!(Solver::new(6, 0.1, 1e-3).is_err());
+}
+
+/// The convergence check is tiny where the solver resolves the solution (ν = 0.1 on
+/// 128 points) and large where it cannot (ν = 0.002 on 32 points: the shocks are far
+/// narrower than the grid), so a table can tell a trustworthy target from a bad one.
+#[test]
+fn the_convergence_check_separates_resolved_from_unresolved_solutions() {
+    let mut good = BurgersConfig::new(2, 32, 5);
+    good.solver_points = 128;
+    good.horizon = 0.25;
+    let resolved = convergence_check(&good, 2).unwrap();
+    assert!(resolved < 1e-6, "{resolved}");
+    let mut bad = good.clone();
+    bad.solver_points = 32;
+    bad.viscosity = 0.002;
+    let unresolved = convergence_check(&bad, 2).unwrap();
+    assert!(unresolved > 1e-2, "{unresolved}");
 }

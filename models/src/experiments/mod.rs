@@ -91,7 +91,7 @@ pub fn registry() -> Vec<Experiment> {
         Experiment {
             name: "cifar",
             about: "ResNet-18/34, VGG16-BN or WRN on CIFAR-10/100 (--data DIR) or real MNIST padded to 32×32×3: SGD, Adam, SAM, LLQR+SAM and a closed-form head",
-            in_demo: true,
+            in_demo: false,
             options: cifar::OPTIONS,
             run: cifar::run,
         },

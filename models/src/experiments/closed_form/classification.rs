@@ -11,7 +11,10 @@ use tensor::{Result, Tensor};
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
     ("steps", "optimisation steps per run (quick 300, full 3000)"),
-    ("batches", "batch sizes, 0 = full batch (8,32,128,0)"),
+    (
+        "batches",
+        "batch sizes, 0 = full batch (quick 8,32,128; full 8,32,128,0)",
+    ),
     super::SELECTION_OPTIONS[0],
     super::SELECTION_OPTIONS[1],
     super::SELECTION_OPTIONS[2],
@@ -50,7 +53,14 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let (test_labels, _) = test.labels()?;
     let one_hot = Tensor::<f64>::one_hot(labels, classes)?;
     let batches: Vec<usize> = cfg
-        .opt_list("batches", &[8, 32, 128, 0])?
+        .opt_list(
+            "batches",
+            if cfg.quick {
+                &[8, 32, 128]
+            } else {
+                &[8, 32, 128, 0]
+            },
+        )?
         .iter()
         .map(|&b| if b == 0 { train.len() } else { b })
         .collect();

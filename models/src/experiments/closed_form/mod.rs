@@ -273,23 +273,32 @@ pub struct Selection<'a> {
 pub const SELECTION_OPTIONS: [(&str, &str); 3] = [
     (
         "lambdas",
-        "grid of proximal λ against the mean batch loss, chosen on a 20 % validation split per batch size (0.1,1,10)",
+        "grid of proximal λ against the mean batch loss, chosen on a 20 % validation split per batch size (quick 0.1,1,10; full 0.01,0.1,1,10,100)",
     ),
     (
         "betas",
-        "grid of per-batch ridge β against the mean batch loss, chosen likewise (0.001,0.01,0.1)",
+        "grid of per-batch ridge β against the mean batch loss, chosen likewise (quick 0.001,0.01,0.1; full 0.0001,0.001,0.01,0.1)",
     ),
     (
         "lr-factors",
-        "grid of factors on the SGD and Adam learning rates, chosen likewise (0.3,1,3)",
+        "grid of factors on the SGD and Adam learning rates, chosen likewise (quick 0.3,1,3; full 0.1,0.3,1,3)",
     ),
 ];
 
 /// The grids of [`SELECTION_OPTIONS`]: (λ, β, learning-rate factors), checked.
 pub fn selection_grids(cfg: &RunConfig) -> Result<(Vec<f64>, Vec<f64>, Vec<f64>)> {
-    let lambdas: Vec<f64> = cfg.opt_list("lambdas", &[0.1, 1.0, 10.0])?;
-    let betas: Vec<f64> = cfg.opt_list("betas", &[1e-3, 1e-2, 1e-1])?;
-    let factors: Vec<f64> = cfg.opt_list("lr-factors", &[0.3, 1.0, 3.0])?;
+    let (lambdas, betas, factors): (&[f64], &[f64], &[f64]) = if cfg.quick {
+        (&[0.1, 1.0, 10.0], &[1e-3, 1e-2, 1e-1], &[0.3, 1.0, 3.0])
+    } else {
+        (
+            &[0.01, 0.1, 1.0, 10.0, 100.0],
+            &[1e-4, 1e-3, 1e-2, 1e-1],
+            &[0.1, 0.3, 1.0, 3.0],
+        )
+    };
+    let lambdas: Vec<f64> = cfg.opt_list("lambdas", lambdas)?;
+    let betas: Vec<f64> = cfg.opt_list("betas", betas)?;
+    let factors: Vec<f64> = cfg.opt_list("lr-factors", factors)?;
     let positive = |v: &[f64]| !v.is_empty() && v.iter().all(|x| x.is_finite() && *x > 0.0);
     let non_negative = !betas.is_empty() && betas.iter().all(|x| x.is_finite() && *x >= 0.0);
     if !positive(&lambdas) || !non_negative || !positive(&factors) {
@@ -440,6 +449,8 @@ pub fn sweep(
                     let mark = if chosen[mi][j] == Some(v) { " ←" } else { "" };
                     row.push(if score.is_nan() {
                         "failed".into()
+                    } else if score.abs() >= 1e6 {
+                        format!("{score:.2e}{mark}")
                     } else {
                         format!("{score:.digits$}{mark}")
                     });

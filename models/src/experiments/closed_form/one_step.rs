@@ -148,7 +148,14 @@ fn measure(phi: &Tensor<f64>, y: &Tensor<f64>, beta: f64, max_steps: usize) -> R
 /// Runs the experiment and returns its table.
 pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     cfg.check_known("closed-form-one-step", OPTIONS)?;
-    let widths: Vec<usize> = cfg.opt_list("widths", &[16, 64, 256, 1024])?;
+    let widths: Vec<usize> = cfg.opt_list(
+        "widths",
+        if cfg.quick {
+            &[16, 64, 256]
+        } else {
+            &[16, 64, 256, 1024]
+        },
+    )?;
     let gains: Vec<f64> = cfg.opt_list("gains", &[0.5, 2.0, 8.0])?;
     let beta: f64 = cfg.opt("beta", 1e-4)?;
     let max_steps: usize = cfg.opt("max-steps", 10_000)?;
