@@ -45,25 +45,35 @@ fn parse_num<T: std::str::FromStr>(key: &str, v: &str) -> Result<T> {
 }
 
 impl RunConfig {
-    /// Parses `--key value` and flag arguments (everything after the experiment name).
+    /// Parses `--key value` (or `--key=value`) and flag arguments (everything after the experiment name).
     pub fn parse(args: &[String]) -> Result<Self> {
         let mut cfg = RunConfig::default();
         let mut i = 0;
         while i < args.len() {
-            let key = args[i]
-                .strip_prefix("--")
-                .ok_or_else(|| {
-                    Error::value("models", format!("unexpected argument '{}'", args[i]))
-                })?
-                .to_string();
+            let arg = args[i].strip_prefix("--").ok_or_else(|| {
+                Error::value("models", format!("unexpected argument '{}'", args[i]))
+            })?;
+            // `--key=value` or `--key value`.
+            let (key, inline) = match arg.split_once('=') {
+                Some((k, v)) => (k.to_string(), Some(v.to_string())),
+                None => (arg.to_string(), None),
+            };
             match key.as_str() {
+                "quick" | "quiet" if inline.is_some() => {
+                    return Err(Error::value("models", format!("--{key} takes no value")))
+                }
                 "quick" => cfg.quick = true,
                 "quiet" => cfg.quiet = true,
                 _ => {
-                    let v = args
-                        .get(i + 1)
-                        .ok_or_else(|| Error::value("models", format!("--{key} needs a value")))?;
-                    i += 1;
+                    let v = match &inline {
+                        Some(v) => v,
+                        None => {
+                            i += 1;
+                            args.get(i).ok_or_else(|| {
+                                Error::value("models", format!("--{key} needs a value"))
+                            })?
+                        }
+                    };
                     match key.as_str() {
                         "seed" => cfg.seed = parse_num(&key, v)?,
                         "seeds" => {

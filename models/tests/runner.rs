@@ -68,10 +68,20 @@ fn options_are_parsed_and_checked() {
         &["oops"],
         &["--threads", "0"],
         &["--seeds", "0"],
+        &["--quick=yes"],
+        &["--seed="],
     ] {
         let args: Vec<String> = bad.iter().map(|s| s.to_string()).collect();
         assert!(RunConfig::parse(&args).is_err(), "{bad:?}");
     }
+    // `--key=value` reads the value in place, so lists may start with a minus.
+    let inline: Vec<String> = ["--sweep=-4,-2", "--seed=7", "--quiet"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let cfg = RunConfig::parse(&inline).unwrap();
+    assert_eq!((cfg.seed, cfg.quiet), (7, true));
+    assert_eq!(cfg.opt_list("sweep", &[0.0]).unwrap(), vec![-4.0, -2.0]);
     let bad = RunConfig::parse(&["--epochs".to_string(), "many".to_string()]).unwrap();
     assert!(bad.opt("epochs", 1usize).is_err());
 }

@@ -5,7 +5,7 @@
 use autograd::{grad, Var};
 use nn::{Activation, DeepSets, Icnn, IcnnConfig, ParamStore};
 use optim::lift::{
-    cross_covariance, probe, Lift, LiftConfig, LiftVariant, Pgd, Positivity, Softplus,
+    cross_covariance, probe, FanInGain, Lift, LiftConfig, LiftVariant, Pgd, Positivity, Softplus,
 };
 use tensor::{Rng, Tensor};
 
@@ -303,4 +303,76 @@ fn the_pooled_summary_is_permutation_invariant_and_emissions_positive() {
     assert!(w.iter().all(|t| t.value().min_all().unwrap() > 0.0));
     let shoulder = s.shoulder_occupancy(&x).unwrap();
     assert!((0.0..=1.0).contains(&shoulder));
+}
+
+/// CP-Flow's gain divides each weight tensor by its fan-in and nothing else: the
+/// latents, the slack channel, the shoulder reading and PGD's projection are the
+/// wrapped strategy's, so σ²_Jac and occupancy read the same under either convention.
+#[test]
+fn the_fan_in_gain_scales_only_the_weights() {
+    for kind in KINDS {
+        let mut rng = Rng::new(21);
+        let store = ParamStore::<f64>::new();
+        let net = icnn(&store, 2, &mut rng);
+        let shapes = net.constrained_shapes();
+        let gained = FanInGain::new(strategy(kind, &store, &net, 2, &mut rng), &shapes).unwrap();
+        let batch = Tensor::rand_normal(&[9, 2], 0.0, 1.0, &mut rng).unwrap();
+        // The same store holds the inner strategy's parameters: rebuild it to compare.
+        let mut rng2 = Rng::new(21);
+        let store2 = ParamStore::<f64>::new();
+        let net2 = icnn(&store2, 2, &mut rng2);
+        let plain = strategy(kind, &store2, &net2, 2, &mut rng2);
+        let (a, b) = (
+            gained.weights(&batch).unwrap(),
+            plain.weights(&batch).unwrap(),
+        );
+        for ((wa, wb), s) in a.iter().zip(&b).zip(&shapes) {
+            let want = wb.value().mul_scalar(1.0 / s[1] as f64);
+            assert_eq!(wa.value().to_vec(), want.to_vec(), "{kind}");
+        }
+        assert_eq!(
+            gained
+                .latents(&batch)
+                .unwrap()
+                .iter()
+                .map(|t| t.to_vec())
+                .collect::<Vec<_>>(),
+            plain
+                .latents(&batch)
+                .unwrap()
+                .iter()
+                .map(|t| t.to_vec())
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(gained.slack().len(), plain.slack().len());
+        assert_eq!(
+            gained.shoulder_occupancy(&batch).unwrap(),
+            plain.shoulder_occupancy(&batch).unwrap()
+        );
+    }
+    // PGD's projection goes through the wrapper.
+    let mut rng = Rng::new(4);
+    let store = ParamStore::<f64>::new();
+    let net = icnn(&store, 2, &mut rng);
+    let shapes = net.constrained_shapes();
+    let gained = FanInGain::new(strategy("pgd", &store, &net, 2, &mut rng), &shapes).unwrap();
+    for p in store
+        .trainable()
+        .iter()
+        .filter(|p| p.name().starts_with("pos"))
+    {
+        p.set(p.value().neg()).unwrap();
+    }
+    gained.project().unwrap();
+    let batch = Tensor::zeros(&[1, 2]).unwrap();
+    assert!(gained.weights(&batch).unwrap().iter().all(|w| w
+        .value()
+        .to_vec()
+        .iter()
+        .all(|&v| v >= 0.0)));
+    let lone = Pgd::new(
+        &ParamStore::new().root(),
+        vec![Tensor::<f64>::ones(&[3]).unwrap()],
+    );
+    assert!(FanInGain::new(Box::new(lone.unwrap()), &[vec![3]]).is_err());
 }

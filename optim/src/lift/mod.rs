@@ -2,7 +2,9 @@
 //! the lift and its ablations) and the cross-covariance diagnostics.
 
 pub mod diagnostics;
+pub mod gain;
 pub mod strategies;
 
 pub use diagnostics::{cross_covariance, probe, CrossCov};
+pub use gain::FanInGain;
 pub use strategies::{Lift, LiftConfig, LiftVariant, Pgd, Positivity, Softplus};

@@ -3,7 +3,7 @@
 //! function is a quadrature on a fine grid (exact to the grid's resolution), so the
 //! loss is the exact NLL and the total-variation distance to the target is exact too.
 
-use super::{icnn_config, Model, Strategy};
+use super::{icnn_config, Convention, Model, Strategy};
 use crate::cli::RunConfig;
 use crate::data::toy::Target1d;
 use crate::report::{mean_std, progress::Progress, Metrics, RunDir, Table};
@@ -102,6 +102,7 @@ pub fn train_one(
     let lift = LiftConfig::default();
     let mut m = Model::new(
         strategy,
+        Convention::Ebm,
         icnn_config(1, width, 3, 0.02),
         &lift,
         1e-3,

@@ -2,16 +2,28 @@
 //! convex potential F(x) = softplus(a)·ICNN(x) + softplus(c)·½‖x‖² sends data to a
 //! standard normal; log p(x) = log N(∇F(x)) + log det ∇²F(x), with the 2×2 Hessian
 //! built by nested autograd (so training differentiates to third order).
+//!
+//! By default every strategy follows CP-Flow's conventions (`--convention cpflow`:
+//! constrained weights divided by their fan-in, PGD at softplus(U(±1/√n)), softplus
+//! latents at U(±1/√n), the lift's slack at the toy recipe's 0), so all start from
+//! the same effective potential; `--convention ebm` is the lift repository's EBM
+//! start (raw weights, folded normal), where the lift's slack 0 starts ≈ 4× larger.
+//! The reference NLLs are the target's entropy (the floor) and the moment-matched
+//! Gaussian's test NLL (what a flow whose ICNN term stays flat reaches: ∇F linear). The
+//! distribution table counts the seeds below that plateau; `--probe-every` measures
+//! σ²_Jac = tr Σ̂_slack during training on the training objective, for the lift and
+//! its two ablations (no slack: no reading; learned code: batch-independent) and
+//! for PGD and softplus, whose slack channel is their own latent.
 
-use super::{icnn_config, Model, Strategy};
+use super::{icnn_config, Convention, Model, Strategy};
 use crate::cli::RunConfig;
 use crate::data::toy::Target2d;
-use crate::report::{mean_std, progress::Progress, Metrics, RunDir, Table};
+use crate::report::{mean_std, progress::Progress, svg, Metrics, RunDir, Table};
 use autograd::{grad, no_grad, Var};
 use nn::checkpoint::NamedTensors;
-use optim::lift::LiftConfig;
+use optim::lift::{probe, CrossCov, LiftConfig, LiftVariant};
 use optim::Optimizer;
-use tensor::{Result, Rng, Tensor};
+use tensor::{Error, Result, Rng, Tensor};
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
@@ -23,9 +35,27 @@ pub const OPTIONS: &[(&str, &str)] = &[
         "include the width-matched softplus control (quick false, full true)",
     ),
     ("targets", "8gaussians,2spirals"),
+    (
+        "convention",
+        "cpflow (1/fan_in gain, CP-Flow's initial values; default) or ebm (raw weights, folded normal)",
+    ),
+    (
+        "slack-init",
+        "initial value of the lift's slack (0, CP-Flow's toy readout_bias_init)",
+    ),
+    (
+        "slack-sweep",
+        "lift slack initial values for a sweep table of its own (full -4,-2,0,2; quick none)",
+    ),
+    (
+        "probe-every",
+        "measure σ²_Jac every this many iterations for all five strategy cells, 0 = off (quick 0, full iterations/10)",
+    ),
 ];
 
-/// log p(x) per row of `x` `[n, 2]` under the flow with weights `w`.
+/// log p(x) per row of `x` `[n, 2]` under the flow with weights `w`. A Hessian
+/// determinant ≤ 0 (impossible for the strongly convex potential in exact arithmetic)
+/// is an error naming the sample.
 fn log_density(m: &Model, w: &[Var<f64>], x: &Tensor<f64>) -> Result<Var<f64>> {
     let xv = Var::leaf(x.clone());
     let scale = m.scalar("flow.scale")?.softplus()?;
@@ -45,6 +75,23 @@ fn log_density(m: &Model, w: &[Var<f64>], x: &Tensor<f64>) -> Result<Var<f64>> {
         .narrow(1, 0, 1)?
         .mul(&h1.narrow(1, 1, 1)?)?
         .sub(&h0.narrow(1, 1, 1)?.mul(&h1.narrow(1, 0, 1)?)?)?;
+    if let Some((i, d)) = det
+        .value()
+        .to_vec()
+        .into_iter()
+        .enumerate()
+        .find(|(_, d)| !(*d > 0.0))
+    {
+        let p = x.to_vec();
+        return Err(Error::numerical(
+            "lift-flow-2d",
+            format!(
+                "det ∇²F = {d:e} ≤ 0 at sample {i}, x = ({}, {}): the potential lost strong convexity",
+                p[2 * i],
+                p[2 * i + 1]
+            ),
+        ));
+    }
     let log_normal = z
         .square()?
         .sum(&[1], true)?
@@ -53,136 +100,414 @@ fn log_density(m: &Model, w: &[Var<f64>], x: &Tensor<f64>) -> Result<Var<f64>> {
     log_normal.add(&det.ln()?)
 }
 
-/// One training run; returns (test NLL, parameters, seconds) and the trained model's
-/// tensors.
-#[allow(clippy::too_many_arguments)]
-pub fn train_one(
-    target: Target2d,
-    strategy: Strategy,
-    width: usize,
-    layers: usize,
-    iterations: usize,
-    seed: u64,
-    quiet: bool,
-    metrics: &mut Metrics,
-) -> Result<((f64, usize, f64), NamedTensors)> {
-    let mut rng = Rng::new(seed);
-    let lift = LiftConfig {
-        slack_init: 0.0,
-        ..LiftConfig::default()
-    };
-    let extra = [
-        ("flow.scale", 0.0),
-        ("flow.quad", (std::f64::consts::E - 1.0).ln()),
-    ];
-    let mut m = Model::new(
-        strategy,
-        icnn_config(2, width, layers, 0.0),
-        &lift,
-        5e-3,
-        &extra,
-        &mut rng,
-    )?;
-    let mut data_rng = Rng::new(seed ^ 0xf10);
-    let pin = target.sample(128, &mut Rng::new(12345))?;
-    let test = target.sample(2000, &mut Rng::new(777))?;
-    let series = format!("{}/{}/seed{seed}", target.name(), strategy.name());
-    let mut progress = Progress::new(&series, iterations, quiet);
-    let loss = |m: &Model, w: &[Var<f64>], batch: &Tensor<f64>| -> Result<Var<f64>> {
-        log_density(m, w, batch)?.mean_all()?.neg()
-    };
-    let every = (iterations / 20).max(1);
-    let mut lr_base = m.optimizer.lr();
-    for it in 1..=iterations {
-        // Step decay ×0.5 at 2/3 of the run.
-        if it == 2 * iterations / 3 {
-            lr_base *= 0.5;
-            m.optimizer.set_lr(lr_base)?;
-        }
-        let batch = target.sample(128, &mut data_rng)?;
-        let l = m.step(&batch, 10.0, &loss)?;
-        progress.update(it, it, l);
-        if it % every == 0 || it == iterations {
-            metrics.push(&series, it, "train_nll", l);
-        }
+/// The test NLL of the Gaussian with the target's mean and covariance (fitted on
+/// 20,000 samples): the plateau of a flow whose ICNN term stays flat.
+pub fn moment_matched_nll(target: Target2d, test: &Tensor<f64>) -> Result<f64> {
+    let fit = target.sample(20_000, &mut Rng::new(4242))?.to_vec();
+    let n = fit.len() / 2;
+    let mean = |j: usize| fit.iter().skip(j).step_by(2).sum::<f64>() / n as f64;
+    let (m0, m1) = (mean(0), mean(1));
+    let (mut c00, mut c01, mut c11) = (0.0, 0.0, 0.0);
+    for p in fit.chunks(2) {
+        let (a, b) = (p[0] - m0, p[1] - m1);
+        c00 += a * a;
+        c01 += a * b;
+        c11 += b * b;
     }
-    let w = no_grad(|| m.positivity.weights(&pin))?;
-    let w: Vec<Var<f64>> = w.iter().map(|v| v.detach()).collect();
-    let nll = -log_density(&m, &w, &test)?.mean_all()?.item()?;
-    Ok(((nll, m.size(), progress.elapsed()), m.store.to_tensors()))
+    let (c00, c01, c11) = (c00 / n as f64, c01 / n as f64, c11 / n as f64);
+    let det = c00 * c11 - c01 * c01;
+    let t = test.to_vec();
+    let total: f64 = t
+        .chunks(2)
+        .map(|p| {
+            let (a, b) = (p[0] - m0, p[1] - m1);
+            let quad = (c11 * a * a - 2.0 * c01 * a * b + c00 * b * b) / det;
+            0.5 * quad + 0.5 * det.ln() + (2.0 * std::f64::consts::PI).ln()
+        })
+        .sum();
+    Ok(total / (t.len() / 2) as f64)
 }
 
-/// Runs the experiment and returns its table.
+/// One run's settings.
+#[derive(Clone)]
+pub struct FlowRun {
+    /// The data.
+    pub target: Target2d,
+    /// The positivity strategy.
+    pub strategy: Strategy,
+    /// The lift's settings (variant and slack start), for `Strategy::Lift`.
+    pub lift: LiftConfig,
+    /// Gain and initial values.
+    pub convention: Convention,
+    /// ICNN width.
+    pub width: usize,
+    /// ICNN layers.
+    pub layers: usize,
+    /// Training iterations.
+    pub iterations: usize,
+    /// Seed of the initialisation and the batches.
+    pub seed: u64,
+    /// Measure σ²_Jac every this many iterations (0 = never).
+    pub probe_every: usize,
+    /// No progress lines.
+    pub quiet: bool,
+}
+
+/// What one run measured.
+pub struct FlowResult {
+    /// Test NLL (nats).
+    pub nll: f64,
+    /// Trainable parameters.
+    pub params: usize,
+    /// Seconds.
+    pub secs: f64,
+    /// Steps skipped for a non-finite loss or gradient.
+    pub skipped: usize,
+    /// σ²_Jac snapshots (iteration, reading; `None` without a slack channel).
+    pub probes: Vec<(usize, Option<CrossCov>)>,
+    /// The trained model's tensors.
+    pub tensors: NamedTensors,
+}
+
+/// Probe batches per σ²_Jac snapshot.
+const PROBES: usize = 16;
+
+impl FlowRun {
+    /// A short label of the strategy cell.
+    pub fn cell(&self) -> String {
+        match (self.strategy, self.lift.variant) {
+            (Strategy::Lift, LiftVariant::NoSlack) => "lift, no slack".into(),
+            (Strategy::Lift, LiftVariant::Code) => "lift, learned code".into(),
+            (s, _) => s.name().into(),
+        }
+    }
+
+    /// Trains and scores one flow.
+    pub fn train(&self, metrics: &mut Metrics) -> Result<FlowResult> {
+        let mut rng = Rng::new(self.seed);
+        let extra = [
+            ("flow.scale", 0.0),
+            ("flow.quad", (std::f64::consts::E - 1.0).ln()),
+        ];
+        let mut m = Model::new(
+            self.strategy,
+            self.convention,
+            icnn_config(2, self.width, self.layers, 0.0),
+            &self.lift,
+            5e-3,
+            &extra,
+            &mut rng,
+        )?;
+        let mut data_rng = Rng::new(self.seed ^ 0xf10);
+        let pin = self.target.sample(128, &mut Rng::new(12345))?;
+        let test = self.target.sample(2000, &mut Rng::new(777))?;
+        let series = format!(
+            "{}/{}/slack{}/seed{}",
+            self.target.name(),
+            self.cell(),
+            self.lift.slack_init,
+            self.seed
+        );
+        let mut progress = Progress::new(&series, self.iterations, self.quiet);
+        let loss = |m: &Model, w: &[Var<f64>], batch: &Tensor<f64>| -> Result<Var<f64>> {
+            log_density(m, w, batch)?.mean_all()?.neg()
+        };
+        let every = (self.iterations / 20).max(1);
+        let mut lr_base = m.optimizer.lr();
+        let (mut skipped, mut probes) = (0, Vec::new());
+        for it in 1..=self.iterations {
+            // Step decay ×0.5 at 2/3 of the run.
+            if it == 2 * self.iterations / 3 {
+                lr_base *= 0.5;
+                m.optimizer.set_lr(lr_base)?;
+            }
+            let batch = self.target.sample(128, &mut data_rng)?;
+            let l = m.step(&batch, 10.0, &loss)?;
+            if !l.is_finite() {
+                skipped += 1;
+            }
+            progress.update(it, it, l);
+            if it % every == 0 || it == self.iterations {
+                metrics.push(&series, it, "train_nll", l);
+            }
+            if self.probe_every > 0 && (it % self.probe_every == 0 || it == 1) {
+                let mut probe_rng = Rng::new(self.seed ^ 0x9e0b ^ it as u64);
+                let batches: Vec<(Tensor<f64>, Tensor<f64>)> = (0..PROBES)
+                    .map(|_| {
+                        let b = self.target.sample(128, &mut probe_rng)?;
+                        Ok((b.clone(), b))
+                    })
+                    .collect::<Result<_>>()?;
+                let objective = |w: &[Var<f64>], b: &Tensor<f64>| loss(&m, w, b);
+                let reading = probe(
+                    m.positivity.as_ref(),
+                    &batches,
+                    &objective,
+                    200,
+                    &mut probe_rng,
+                )?;
+                if let Some(r) = &reading {
+                    metrics.push(&series, it, "sigma2_jac", r.trace);
+                }
+                probes.push((it, reading));
+            }
+        }
+        let w = no_grad(|| m.positivity.weights(&pin))?;
+        let w: Vec<Var<f64>> = w.iter().map(|v| v.detach()).collect();
+        let nll = -log_density(&m, &w, &test)?.mean_all()?.item()?;
+        Ok(FlowResult {
+            nll,
+            params: m.size(),
+            secs: progress.elapsed(),
+            skipped,
+            probes,
+            tensors: m.store.to_tensors(),
+        })
+    }
+}
+
+/// The sorted test NLLs of each strategy over the seeds, as a plot panel (an
+/// empirical quantile function per strategy, the plateau as a flat line).
+fn distribution_panel(target: &str, plateau: f64, runs: &[(String, Vec<f64>)]) -> svg::Panel {
+    let n = runs.iter().map(|r| r.1.len()).max().unwrap_or(1);
+    let mut series: Vec<svg::Series> = runs
+        .iter()
+        .map(|(name, v)| {
+            let mut v = v.clone();
+            v.sort_by(f64::total_cmp);
+            svg::Series {
+                label: name.clone(),
+                points: v
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &y)| ((i + 1) as f64, y))
+                    .collect(),
+            }
+        })
+        .collect();
+    series.push(svg::Series {
+        label: "moment-matched Gaussian (plateau)".into(),
+        points: vec![(1.0, plateau), (n as f64, plateau)],
+    });
+    svg::Panel {
+        title: format!("{target}: test NLL of every seed, sorted"),
+        x_label: "seed rank".into(),
+        log_y: false,
+        series,
+    }
+}
+
+/// Runs the experiment and returns its tables.
 pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     cfg.check_known("lift-flow-2d", OPTIONS)?;
     let iterations = cfg.opt("iterations", if cfg.quick { 400 } else { 3000 })?;
     let width = cfg.opt("width", 32usize)?;
     let layers = cfg.opt("layers", if cfg.quick { 3usize } else { 5 })?;
+    if iterations == 0 || width == 0 || layers == 0 {
+        return Err(Error::value(
+            "lift-flow-2d",
+            format!("--iterations, --width and --layers must be positive, got {iterations}, {width}, {layers}"),
+        ));
+    }
     let targets: Vec<String> = cfg.opt_list(
         "targets",
         &["8gaussians".to_string(), "2spirals".to_string()],
     )?;
-    let seeds = cfg.seed_list(2, 3);
+    let convention = Convention::parse(&cfg.opt("convention", "cpflow".to_string())?)?;
+    let slack_init: f64 = cfg.opt("slack-init", 0.0)?;
+    let sweep: Vec<f64> = cfg.opt_list(
+        "slack-sweep",
+        if cfg.quick {
+            &[]
+        } else {
+            &[-4.0, -2.0, 0.0, 2.0]
+        },
+    )?;
+    let probe_every: usize = cfg.opt("probe-every", if cfg.quick { 0 } else { iterations / 10 })?;
+    let control = cfg.opt("control", !cfg.quick)?;
+    let seeds = cfg.seed_list(2, 10);
+    let lift = LiftConfig {
+        slack_init,
+        ..LiftConfig::default()
+    };
+    let base = |target, strategy, seed| FlowRun {
+        target,
+        strategy,
+        lift: lift.clone(),
+        convention,
+        width,
+        layers,
+        iterations,
+        seed,
+        probe_every: 0,
+        quiet: cfg.quiet,
+    };
+    let conv = match convention {
+        Convention::CpFlow => "CP-Flow conventions (1/fan_in gain)",
+        Convention::Ebm => "EBM conventions (raw weights)",
+    };
+    let setting = format!(
+        "ICNN width {width} × {layers}, {iterations} iterations, batch 128, {conv}, lift slack {slack_init}, {} seeds",
+        seeds.len()
+    );
     let mut metrics = Metrics::default();
     let mut model = Vec::new();
     let mut table = Table::new(
-        &format!("lift-flow-2d: convex potential flow, ICNN width {width} × {layers}, {iterations} iterations, batch 128, {} seeds; test NLL (nats) against the target's entropy", seeds.len()),
-        &["target", "method", "parameters", "test NLL", "gap to entropy", "s / run"],
+        &format!("lift-flow-2d: convex potential flow, {setting}; test NLL (nats, mean ± std) against the target's entropy and the moment-matched Gaussian's plateau"),
+        &[
+            "target",
+            "method",
+            "parameters",
+            "test NLL",
+            "gap to entropy",
+            "seeds below the plateau",
+            "non-finite steps skipped",
+            "s / run",
+        ],
+    );
+    let mut spread = Table::new(
+        &format!("lift-flow-2d: the distribution of test NLL over seeds, {setting}"),
+        &["target", "method", "min", "median", "max", "sorted"],
+    );
+    let mut panels = Vec::new();
+    let mut sigma = Table::new(
+        &format!("lift-flow-2d: σ²_Jac = tr Σ̂_slack during training on the training objective, seed {}, {PROBES} probe batches of 128 per snapshot (trace, permutation p-value in brackets; — = no slack channel); {setting}", seeds[0]),
+        &["target", "cell", "snapshots (iteration: trace [p])"],
+    );
+    let mut sweep_table = Table::new(
+        &format!("lift-flow-2d: the lift's initial slack swept (its own table; the headline uses {slack_init}), {setting}"),
+        &["target", "slack init", "initial weight softplus(b)", "test NLL", "seeds below the plateau"],
     );
     for t in &targets {
         let target = Target2d::parse(t)?;
         let test = target.sample(2000, &mut Rng::new(777))?;
         let lp = target.log_density(&test, 20_000, &mut Rng::new(3))?;
         let entropy = -lp.iter().sum::<f64>() / lp.len() as f64;
-        let control = cfg.opt("control", !cfg.quick)?;
+        let plateau = moment_matched_nll(target, &test)?;
+        let label = format!(
+            "{} (entropy {entropy:.3}, Gaussian {plateau:.3})",
+            target.name()
+        );
+        let below = |v: &[f64]| {
+            format!(
+                "{} of {}",
+                v.iter().filter(|&&x| x < plateau).count(),
+                v.len()
+            )
+        };
+        let mut runs = Vec::new();
         for strategy in Strategy::ALL
             .into_iter()
             .filter(|&s| control || s != Strategy::SoftplusWide)
         {
-            let (mut nlls, mut secs, mut size) = (vec![], vec![], 0);
+            let (mut nlls, mut secs, mut size, mut skipped) = (vec![], vec![], 0, 0);
             for &seed in &seeds {
-                let ((nll, n, s), tensors) = train_one(
-                    target,
-                    strategy,
-                    width,
-                    layers,
-                    iterations,
-                    seed,
-                    cfg.quiet,
-                    &mut metrics,
-                )?;
+                let mut r = base(target, strategy, seed);
+                if seed == seeds[0] && strategy != Strategy::SoftplusWide {
+                    r.probe_every = probe_every;
+                }
+                let out = r.train(&mut metrics)?;
                 if seed == seeds[0] {
                     model.extend(
-                        tensors.into_iter().map(|(k, v)| {
+                        out.tensors.into_iter().map(|(k, v)| {
                             (format!("{}.{}.{k}", target.name(), strategy.name()), v)
                         }),
                     );
+                    if probe_every > 0 && strategy != Strategy::SoftplusWide {
+                        sigma.row(vec![label.clone(), r.cell(), snapshots(&out.probes)]);
+                    }
                 }
-                nlls.push(nll);
-                secs.push(s);
-                size = n;
+                nlls.push(out.nll);
+                secs.push(out.secs);
+                size = out.params;
+                skipped += out.skipped;
             }
             let gaps: Vec<f64> = nlls.iter().map(|v| v - entropy).collect();
             table.row(vec![
-                format!("{} (entropy {entropy:.3})", target.name()),
+                label.clone(),
                 strategy.name().into(),
                 size.to_string(),
                 mean_std(&nlls, 3),
                 mean_std(&gaps, 3),
+                below(&nlls),
+                skipped.to_string(),
                 mean_std(&secs, 1),
+            ]);
+            let mut sorted = nlls.clone();
+            sorted.sort_by(f64::total_cmp);
+            spread.row(vec![
+                label.clone(),
+                strategy.name().into(),
+                format!("{:.3}", sorted[0]),
+                format!("{:.3}", sorted[sorted.len() / 2]),
+                format!("{:.3}", sorted[sorted.len() - 1]),
+                sorted
+                    .iter()
+                    .map(|v| format!("{v:.2}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ]);
+            runs.push((strategy.name().to_string(), nlls));
+        }
+        panels.push(distribution_panel(target.name(), plateau, &runs));
+        if probe_every > 0 {
+            for variant in [LiftVariant::NoSlack, LiftVariant::Code] {
+                let mut r = base(target, Strategy::Lift, seeds[0]);
+                r.lift.variant = variant;
+                r.probe_every = probe_every;
+                let out = r.train(&mut metrics)?;
+                sigma.row(vec![label.clone(), r.cell(), snapshots(&out.probes)]);
+            }
+        }
+        for &b in &sweep {
+            let mut nlls = Vec::new();
+            for &seed in &seeds {
+                let mut r = base(target, Strategy::Lift, seed);
+                r.lift.slack_init = b;
+                nlls.push(r.train(&mut metrics)?.nll);
+            }
+            sweep_table.row(vec![
+                label.clone(),
+                b.to_string(),
+                format!("{:.4}", b.exp().ln_1p()),
+                mean_std(&nlls, 3),
+                below(&nlls),
             ]);
         }
     }
     let dir = RunDir::create(&cfg.out, "lift-flow-2d", &cfg.run_id())?;
     dir.write_metrics(
-        "lift-flow-2d: training NLL",
+        "lift-flow-2d: training NLL and σ²_Jac",
         &metrics,
-        &[("train_nll", false)],
+        &[("train_nll", false), ("sigma2_jac", false)],
         "iteration",
     )?;
+    std::fs::write(
+        dir.path.join("distribution.svg"),
+        svg::render("lift-flow-2d: test NLL over seeds", &panels),
+    )
+    .map_err(|e| Error::io(dir.path.join("distribution.svg").display().to_string(), &e))?;
     dir.write_model(model, vec![("experiment".into(), "lift-flow-2d".into())])?;
-    let tables = vec![table];
+    let mut tables = vec![table, spread];
+    if probe_every > 0 {
+        tables.push(sigma);
+    }
+    if !sweep.is_empty() {
+        tables.push(sweep_table);
+    }
     dir.write_tables(&tables)?;
     eprintln!("lift-flow-2d: results in {}", dir.path.display());
     Ok(tables)
+}
+
+/// "iteration: trace [p]" for each snapshot.
+fn snapshots(probes: &[(usize, Option<CrossCov>)]) -> String {
+    probes
+        .iter()
+        .map(|(it, r)| match r {
+            Some(r) => format!("{it}: {:.2e} [{:.2}]", r.trace, r.p_value),
+            None => format!("{it}: —"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }

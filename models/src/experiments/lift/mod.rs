@@ -6,8 +6,8 @@ pub mod ebm1d;
 pub mod flow2d;
 
 use autograd::{backward, Var};
-use nn::{Activation, Icnn, IcnnConfig, ParamGrads, ParamStore};
-use optim::lift::{Lift, LiftConfig, Pgd, Positivity, Softplus};
+use nn::{init, Activation, Icnn, IcnnConfig, ParamGrads, ParamStore};
+use optim::lift::{FanInGain, Lift, LiftConfig, Pgd, Positivity, Softplus};
 use optim::{Adam, AdamConfig, Optimizer};
 use tensor::{Error, Result, Rng, Tensor};
 
@@ -40,6 +40,33 @@ impl Strategy {
             Strategy::Softplus => "softplus",
             Strategy::Lift => "lift",
             Strategy::SoftplusWide => "softplus, width-matched",
+        }
+    }
+}
+
+/// Whose conventions set the constrained layers' gain and initial values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Convention {
+    /// The lift repository's EBM: raw non-negative weights, folded-normal initial
+    /// values (mean 1/√width), the lift's slack at `LiftConfig::slack_init`.
+    Ebm,
+    /// CP-Flow's `PosLinear`: weights divided by their fan-in, PGD starting at
+    /// softplus(U(±1/√n)), softplus latents at U(±1/√n), the lift's slack at its
+    /// `slack_init` (the toy recipe's 0) — the same effective start for every
+    /// strategy.
+    CpFlow,
+}
+
+impl Convention {
+    /// Parses `ebm` or `cpflow`.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "ebm" => Ok(Convention::Ebm),
+            "cpflow" => Ok(Convention::CpFlow),
+            other => Err(Error::value(
+                "lift experiment",
+                format!("--convention must be ebm or cpflow, got '{other}'"),
+            )),
         }
     }
 }
@@ -84,6 +111,7 @@ impl Model {
     /// Builds a model; `extra` scalars (name, initial value) are registered too.
     pub fn new(
         strategy: Strategy,
+        convention: Convention,
         cfg: IcnnConfig,
         lift: &LiftConfig,
         lr: f64,
@@ -105,7 +133,17 @@ impl Model {
         let store = ParamStore::new();
         let net = Icnn::new(&store.root().sub("icnn"), cfg.clone(), rng)?;
         let scope = store.root().sub("positivity");
-        let init = net.init_constrained(rng)?;
+        let init = match convention {
+            Convention::Ebm => net.init_constrained(rng)?,
+            Convention::CpFlow => net
+                .constrained_shapes()
+                .iter()
+                .map(|s| {
+                    let a = 1.0 / (s[1] as f64).sqrt();
+                    Ok(init::uniform::<f64>(s, -a, a, rng)?.softplus())
+                })
+                .collect::<Result<_>>()?,
+        };
         let positivity: Box<dyn Positivity<f64>> = match strategy {
             Strategy::Pgd => Box::new(Pgd::new(&scope, init)?),
             Strategy::Softplus | Strategy::SoftplusWide => Box::new(Softplus::new(&scope, init)?),
@@ -116,6 +154,10 @@ impl Model {
                 lift,
                 rng,
             )?),
+        };
+        let positivity = match convention {
+            Convention::Ebm => positivity,
+            Convention::CpFlow => Box::new(FanInGain::new(positivity, &net.constrained_shapes())?),
         };
         for (name, v) in extra {
             store.root().param(name, Tensor::scalar(*v))?;
