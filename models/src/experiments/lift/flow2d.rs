@@ -15,13 +15,15 @@
 //! its two ablations (no slack: no reading; learned code: batch-independent) and
 //! for PGD and softplus, whose slack channel is their own latent.
 
-use super::{icnn_config, Convention, Model, Strategy};
+use super::{
+    cell_name, icnn_config, sigma_snapshot, snapshots, Convention, Model, Strategy, PROBES,
+};
 use crate::cli::RunConfig;
 use crate::data::toy::Target2d;
 use crate::report::{mean_std, progress::Progress, svg, Metrics, RunDir, Table};
 use autograd::{grad, no_grad, Var};
 use nn::checkpoint::NamedTensors;
-use optim::lift::{probe, CrossCov, LiftConfig, LiftVariant};
+use optim::lift::{CrossCov, LiftConfig, LiftVariant};
 use optim::Optimizer;
 use tensor::{Error, Result, Rng, Tensor};
 
@@ -169,17 +171,10 @@ pub struct FlowResult {
     pub tensors: NamedTensors,
 }
 
-/// Probe batches per σ²_Jac snapshot.
-const PROBES: usize = 16;
-
 impl FlowRun {
     /// A short label of the strategy cell.
     pub fn cell(&self) -> String {
-        match (self.strategy, self.lift.variant) {
-            (Strategy::Lift, LiftVariant::NoSlack) => "lift, no slack".into(),
-            (Strategy::Lift, LiftVariant::Code) => "lift, learned code".into(),
-            (s, _) => s.name().into(),
-        }
+        cell_name(self.strategy, self.lift.variant)
     }
 
     /// Trains and scores one flow.
@@ -232,18 +227,11 @@ impl FlowRun {
             }
             if self.probe_every > 0 && (it % self.probe_every == 0 || it == 1) {
                 let mut probe_rng = Rng::new(self.seed ^ 0x9e0b ^ it as u64);
-                let batches: Vec<(Tensor<f64>, Tensor<f64>)> = (0..PROBES)
-                    .map(|_| {
-                        let b = self.target.sample(128, &mut probe_rng)?;
-                        Ok((b.clone(), b))
-                    })
-                    .collect::<Result<_>>()?;
-                let objective = |w: &[Var<f64>], b: &Tensor<f64>| loss(&m, w, b);
-                let reading = probe(
-                    m.positivity.as_ref(),
-                    &batches,
-                    &objective,
-                    200,
+                let mut data = Rng::new(self.seed ^ 0x9e0c ^ it as u64);
+                let reading = sigma_snapshot(
+                    &m,
+                    &mut || self.target.sample(128, &mut data),
+                    &loss,
                     &mut probe_rng,
                 )?;
                 if let Some(r) = &reading {
@@ -498,16 +486,4 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     dir.write_tables(&tables)?;
     eprintln!("lift-flow-2d: results in {}", dir.path.display());
     Ok(tables)
-}
-
-/// "iteration: trace [p]" for each snapshot.
-fn snapshots(probes: &[(usize, Option<CrossCov>)]) -> String {
-    probes
-        .iter()
-        .map(|(it, r)| match r {
-            Some(r) => format!("{it}: {:.2e} [{:.2}]", r.trace, r.p_value),
-            None => format!("{it}: —"),
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
 }

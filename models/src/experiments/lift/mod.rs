@@ -7,7 +7,9 @@ pub mod flow2d;
 
 use autograd::{backward, Var};
 use nn::{init, Activation, Icnn, IcnnConfig, ParamGrads, ParamStore};
-use optim::lift::{FanInGain, Lift, LiftConfig, Pgd, Positivity, Softplus};
+use optim::lift::{
+    probe, CrossCov, FanInGain, Lift, LiftConfig, LiftVariant, Pgd, Positivity, Softplus,
+};
 use optim::{Adam, AdamConfig, Optimizer};
 use tensor::{Error, Result, Rng, Tensor};
 
@@ -214,4 +216,47 @@ pub fn icnn_config(input: usize, width: usize, layers: usize, strong_convexity: 
         activation: Activation::Softplus,
         strong_convexity,
     }
+}
+
+/// Probe batches per σ²_Jac snapshot.
+pub const PROBES: usize = 16;
+
+/// The table name of a strategy cell: the strategy, or the lift's ablation.
+pub fn cell_name(strategy: Strategy, variant: LiftVariant) -> String {
+    match (strategy, variant) {
+        (Strategy::Lift, LiftVariant::NoSlack) => "lift, no slack".into(),
+        (Strategy::Lift, LiftVariant::Code) => "lift, learned code".into(),
+        (s, _) => s.name().into(),
+    }
+}
+
+/// One σ²_Jac snapshot of the model at its current parameters: [`PROBES`] fresh
+/// batches from `sample`, each conditioning the weights and scored by `loss` (the
+/// training objective); `None` when the strategy has no slack channel.
+pub fn sigma_snapshot(
+    m: &Model,
+    sample: &mut dyn FnMut() -> Result<Tensor<f64>>,
+    loss: &StepLoss<'_>,
+    rng: &mut Rng,
+) -> Result<Option<CrossCov>> {
+    let batches: Vec<(Tensor<f64>, Tensor<f64>)> = (0..PROBES)
+        .map(|_| {
+            let b = sample()?;
+            Ok((b.clone(), b))
+        })
+        .collect::<Result<_>>()?;
+    let objective = |w: &[Var<f64>], b: &Tensor<f64>| loss(m, w, b);
+    probe(m.positivity.as_ref(), &batches, &objective, 200, rng)
+}
+
+/// "iteration: trace [p]" for each snapshot, "—" without a slack channel.
+pub fn snapshots(probes: &[(usize, Option<CrossCov>)]) -> String {
+    probes
+        .iter()
+        .map(|(it, r)| match r {
+            Some(r) => format!("{it}: {:.2e} [{:.2}]", r.trace, r.p_value),
+            None => format!("{it}: —"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
