@@ -6,9 +6,7 @@
 //! (log Z included) for the five cells: the lift, its no-slack and learned-code
 //! ablations, PGD and softplus.
 
-use super::{
-    cell_name, icnn_config, sigma_snapshot, snapshots, Convention, Model, Strategy, PROBES,
-};
+use super::{cell_name, icnn_config, record_sigma, snapshots, Convention, Model, Strategy, PROBES};
 use crate::cli::RunConfig;
 use crate::data::toy::Target1d;
 use crate::report::{mean_std, progress::Progress, Metrics, RunDir, Table};
@@ -151,18 +149,16 @@ pub fn train_one(
         }
         progress.update(it, it, l);
         if probe_every > 0 && (it % probe_every == 0 || it == 1) {
-            let mut probe_rng = Rng::new(seed ^ 0x9e0b ^ it as u64);
-            let mut data = Rng::new(seed ^ 0x9e0c ^ it as u64);
-            let reading = sigma_snapshot(
+            record_sigma(
                 &m,
-                &mut || target.sample(256, &mut data),
+                &mut |r| target.sample(256, r),
                 &loss,
-                &mut probe_rng,
+                seed,
+                it,
+                &series,
+                metrics,
+                &mut probes,
             )?;
-            if let Some(r) = &reading {
-                metrics.push(&series, it, "sigma2_jac", r.trace);
-            }
-            probes.push((it, reading));
         }
         if it % every == 0 || it == iterations {
             metrics.push(&series, it, "train_nll", l);

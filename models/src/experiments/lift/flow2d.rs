@@ -15,9 +15,7 @@
 //! its two ablations (no slack: no reading; learned code: batch-independent) and
 //! for PGD and softplus, whose slack channel is their own latent.
 
-use super::{
-    cell_name, icnn_config, sigma_snapshot, snapshots, Convention, Model, Strategy, PROBES,
-};
+use super::{cell_name, icnn_config, record_sigma, snapshots, Convention, Model, Strategy, PROBES};
 use crate::cli::RunConfig;
 use crate::data::toy::Target2d;
 use crate::report::{mean_std, progress::Progress, svg, Metrics, RunDir, Table};
@@ -226,18 +224,16 @@ impl FlowRun {
                 metrics.push(&series, it, "train_nll", l);
             }
             if self.probe_every > 0 && (it % self.probe_every == 0 || it == 1) {
-                let mut probe_rng = Rng::new(self.seed ^ 0x9e0b ^ it as u64);
-                let mut data = Rng::new(self.seed ^ 0x9e0c ^ it as u64);
-                let reading = sigma_snapshot(
+                record_sigma(
                     &m,
-                    &mut || self.target.sample(128, &mut data),
+                    &mut |r| self.target.sample(128, r),
                     &loss,
-                    &mut probe_rng,
+                    self.seed,
+                    it,
+                    &series,
+                    metrics,
+                    &mut probes,
                 )?;
-                if let Some(r) = &reading {
-                    metrics.push(&series, it, "sigma2_jac", r.trace);
-                }
-                probes.push((it, reading));
             }
         }
         let w = no_grad(|| m.positivity.weights(&pin))?;

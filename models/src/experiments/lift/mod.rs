@@ -5,6 +5,7 @@
 pub mod ebm1d;
 pub mod flow2d;
 
+use crate::report::Metrics;
 use autograd::{backward, Var};
 use nn::{init, Activation, Icnn, IcnnConfig, ParamGrads, ParamStore};
 use optim::lift::{
@@ -230,23 +231,37 @@ pub fn cell_name(strategy: Strategy, variant: LiftVariant) -> String {
     }
 }
 
-/// One σ²_Jac snapshot of the model at its current parameters: [`PROBES`] fresh
-/// batches from `sample`, each conditioning the weights and scored by `loss` (the
-/// training objective); `None` when the strategy has no slack channel.
-pub fn sigma_snapshot(
+/// One σ²_Jac snapshot of the model at its current parameters, at iteration `it` of
+/// the run seeded `seed`: [`PROBES`] fresh batches from `sample`, each conditioning
+/// the weights and scored by `loss` (the training objective). The reading (`None`
+/// when the strategy has no slack channel) is appended to `probes` and its trace to
+/// `metrics` as `sigma2_jac`.
+#[allow(clippy::too_many_arguments)]
+pub fn record_sigma(
     m: &Model,
-    sample: &mut dyn FnMut() -> Result<Tensor<f64>>,
+    sample: &mut dyn FnMut(&mut Rng) -> Result<Tensor<f64>>,
     loss: &StepLoss<'_>,
-    rng: &mut Rng,
-) -> Result<Option<CrossCov>> {
+    seed: u64,
+    it: usize,
+    series: &str,
+    metrics: &mut Metrics,
+    probes: &mut Vec<(usize, Option<CrossCov>)>,
+) -> Result<()> {
+    let mut data = Rng::new(seed ^ 0x9e0c ^ it as u64);
     let batches: Vec<(Tensor<f64>, Tensor<f64>)> = (0..PROBES)
         .map(|_| {
-            let b = sample()?;
+            let b = sample(&mut data)?;
             Ok((b.clone(), b))
         })
         .collect::<Result<_>>()?;
     let objective = |w: &[Var<f64>], b: &Tensor<f64>| loss(m, w, b);
-    probe(m.positivity.as_ref(), &batches, &objective, 200, rng)
+    let mut rng = Rng::new(seed ^ 0x9e0b ^ it as u64);
+    let reading = probe(m.positivity.as_ref(), &batches, &objective, 200, &mut rng)?;
+    if let Some(r) = &reading {
+        metrics.push(series, it, "sigma2_jac", r.trace);
+    }
+    probes.push((it, reading));
+    Ok(())
 }
 
 /// "iteration: trace [p]" for each snapshot, "—" without a slack channel.
