@@ -14,12 +14,15 @@ pub struct DeepSets<T: Element> {
     encoder: Mlp<T>,
     activation: Activation,
     pool_norm: bool,
+    unbiased: bool,
     summary: usize,
 }
 
 impl<T: Element> DeepSets<T> {
     /// An encoder `input → hidden… → summary` with ReLU; `pool_norm` standardises the
-    /// pooled vector over its features, z ← (z − mean z)/(std z + 1e-5).
+    /// pooled vector over its features, z ← (z − mean z)/(std z + 1e-5), with the
+    /// unbiased (n − 1) standard deviation as the lift's authors compute it
+    /// (`torch.std`); [`DeepSets::biased_std`] switches to the 1/n one.
     pub fn new(
         scope: &Scope<T>,
         input: usize,
@@ -35,8 +38,15 @@ impl<T: Element> DeepSets<T> {
             encoder: Mlp::new(scope, &sizes, Activation::Relu, rng)?,
             activation: Activation::Relu,
             pool_norm,
+            unbiased: true,
             summary,
         })
+    }
+
+    /// Standardises with the biased (1/n) standard deviation instead.
+    pub fn biased_std(mut self) -> Self {
+        self.unbiased = false;
+        self
     }
 
     /// The size of the summary vector.
@@ -62,7 +72,13 @@ impl<T: Element> DeepSets<T> {
             return Ok(z);
         }
         let centred = z.sub(&z.mean(&[1], true)?)?;
-        let std = centred.square()?.mean(&[1], true)?.sqrt()?;
+        let n = self.summary as f64;
+        let dof = if self.unbiased && n > 1.0 { n - 1.0 } else { n };
+        let std = centred
+            .square()?
+            .sum(&[1], true)?
+            .mul_scalar(1.0 / dof)?
+            .sqrt()?;
         centred.div(&std.add_scalar(1e-5)?)
     }
 }

@@ -153,6 +153,9 @@ pub struct LiftConfig {
     pub summary: usize,
     /// Standardise the pooled summary over its features.
     pub pool_norm: bool,
+    /// Standardise with the unbiased (n − 1) standard deviation, as the authors'
+    /// `torch.std` does (false: the 1/n one).
+    pub pool_unbiased: bool,
     /// Initial value of every slack bias entry (−2 puts softplus at 0.127).
     pub slack_init: f64,
 }
@@ -164,6 +167,7 @@ impl Default for LiftConfig {
             hidden: vec![64, 64],
             summary: 96,
             pool_norm: true,
+            pool_unbiased: true,
             slack_init: -2.0,
         }
     }
@@ -209,14 +213,21 @@ impl<T: Element> Lift<T> {
             LiftVariant::Code => {
                 Body::Code(scope.param("code", init::normal(&[1, cfg.summary], 0.0, 1.0, rng)?)?)
             }
-            _ => Body::Batch(DeepSets::new(
-                &scope.sub("body"),
-                input,
-                &cfg.hidden,
-                cfg.summary,
-                cfg.pool_norm,
-                rng,
-            )?),
+            _ => {
+                let ds = DeepSets::new(
+                    &scope.sub("body"),
+                    input,
+                    &cfg.hidden,
+                    cfg.summary,
+                    cfg.pool_norm,
+                    rng,
+                )?;
+                Body::Batch(if cfg.pool_unbiased {
+                    ds
+                } else {
+                    ds.biased_std()
+                })
+            }
         };
         let readouts = shapes
             .iter()
