@@ -299,17 +299,31 @@ fn the_pooled_summary_is_permutation_invariant_and_emissions_positive() {
     assert!(ds.summarise(&Tensor::zeros(&[0, 2]).unwrap()).is_err());
     // Standardised with the authors' unbiased std (n − 1), or the 1/n one: against
     // the raw pooled vector of the same encoder, standardised by hand.
-    let raw = DeepSets::new(&store.root().sub("raw"), 2, &[8, 8], 6, false, &mut Rng::new(2))
-        .unwrap()
-        .summarise(&x)
-        .unwrap()
-        .value()
-        .to_vec();
+    let raw = DeepSets::new(
+        &store.root().sub("raw"),
+        2,
+        &[8, 8],
+        6,
+        false,
+        &mut Rng::new(2),
+    )
+    .unwrap()
+    .summarise(&x)
+    .unwrap()
+    .value()
+    .to_vec();
     let mean = raw.iter().sum::<f64>() / 6.0;
     let ss: f64 = raw.iter().map(|v| (v - mean).powi(2)).sum();
-    let biased = DeepSets::new(&store.root().sub("b"), 2, &[8, 8], 6, true, &mut Rng::new(2))
-        .unwrap()
-        .biased_std();
+    let biased = DeepSets::new(
+        &store.root().sub("b"),
+        2,
+        &[8, 8],
+        6,
+        true,
+        &mut Rng::new(2),
+    )
+    .unwrap()
+    .biased_std();
     let c = biased.summarise(&x).unwrap().value().to_vec();
     for (got, dof) in [(&a, 5.0), (&c, 6.0)] {
         let std = (ss / dof).sqrt();
