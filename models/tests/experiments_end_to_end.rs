@@ -6,7 +6,7 @@ mod common;
 
 use common::{args, tmpdir};
 use models::cli::RunConfig;
-use models::experiments::{closed_form, fno_burgers, llqr_sam};
+use models::experiments::{closed_form, fno_burgers, lift, llqr_sam};
 
 fn config(list: &[&str], out: &std::path::Path) -> RunConfig {
     let mut all = list.to_vec();
@@ -201,5 +201,51 @@ fn one_step_table_has_a_row_per_width_and_gain() {
     assert!(dir.join("closed-form-one-step").read_dir().unwrap().count() == 1);
     let bad = config(&["--gains", "0"], &dir);
     assert!(closed_form::one_step::run(&bad).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The flow experiment's tables: σ²_Jac is exactly zero for PGD, softplus and the
+/// learned-code lift (batch-independent iterates), absent without a slack, and
+/// measured for the full lift; the sweep has a row per slack; sizes of 0 are errors.
+#[test]
+fn lift_flow_2d_reads_sigma_for_the_five_cells() {
+    let dir = tmpdir("e2e-flow");
+    let cfg = config(
+        &[
+            "--targets",
+            "8gaussians",
+            "--iterations",
+            "4",
+            "--layers",
+            "2",
+            "--width",
+            "4",
+            "--seeds",
+            "1",
+            "--probe-every",
+            "2",
+            "--slack-sweep=-2,0",
+            "--control",
+            "false",
+        ],
+        &dir,
+    );
+    let tables = lift::flow2d::run(&cfg).unwrap();
+    assert_eq!(tables.len(), 4);
+    let sigma = &tables[2];
+    let cell = |name: &str| &sigma.rows.iter().find(|r| r[1] == name).unwrap()[2];
+    for zero in ["PGD", "softplus", "lift, learned code"] {
+        assert!(
+            cell(zero).split(", ").all(|s| s.contains(": 0.00e0")),
+            "{zero}: {}",
+            cell(zero)
+        );
+    }
+    assert!(cell("lift, no slack").split(", ").all(|s| s.ends_with('—')));
+    assert!(!cell("lift").contains("0.00e0"), "{}", cell("lift"));
+    assert_eq!(tables[3].rows.len(), 2);
+    for bad in [["--layers", "0"], ["--convention", "nope"]] {
+        assert!(lift::flow2d::run(&config(&bad, &dir)).is_err(), "{bad:?}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -10,7 +10,7 @@
 //! start (raw weights, folded normal), where the lift's slack 0 starts ≈ 4× larger.
 //! The reference NLLs are the target's entropy (the floor) and the moment-matched
 //! Gaussian's test NLL (what a flow whose ICNN term stays flat reaches: ∇F linear). The
-//! distribution table counts the seeds below that plateau; `--probe-every` measures
+//! distribution table counts the seeds at least 0.05 nats below that plateau; `--probe-every` measures
 //! σ²_Jac = tr Σ̂_slack during training on the training objective, for the lift and
 //! its two ablations (no slack: no reading; learned code: batch-independent) and
 //! for PGD and softplus, whose slack channel is their own latent.
@@ -27,14 +27,17 @@ use tensor::{Error, Result, Rng, Tensor};
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
-    ("iterations", "training iterations (quick 400, full 3000)"),
+    ("iterations", "training iterations (quick 1000, full 3000)"),
     ("width", "ICNN width (32)"),
-    ("layers", "ICNN layers (quick 3, full 5)"),
+    ("layers", "ICNN layers (5)"),
     (
         "control",
         "include the width-matched softplus control (quick false, full true)",
     ),
-    ("targets", "8gaussians,2spirals"),
+    (
+        "targets",
+        "8gaussians,2spirals (quick 8gaussians)",
+    ),
     (
         "convention",
         "cpflow (1/fan_in gain, CP-Flow's initial values; default) or ebm (raw weights, folded normal)",
@@ -135,6 +138,10 @@ pub fn moment_matched_nll(target: Target2d, test: &Tensor<f64>) -> Result<f64> {
         .sum();
     Ok(total / (t.len() / 2) as f64)
 }
+
+/// A seed counts as off the plateau when its test NLL is this many nats below the
+/// moment-matched Gaussian's (a flow stuck there lands within a few thousandths).
+pub const PLATEAU_MARGIN: f64 = 0.05;
 
 /// One run's settings.
 #[derive(Clone)]
@@ -292,9 +299,9 @@ fn distribution_panel(target: &str, plateau: f64, runs: &[(String, Vec<f64>)]) -
 /// Runs the experiment and returns its tables.
 pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     cfg.check_known("lift-flow-2d", OPTIONS)?;
-    let iterations = cfg.opt("iterations", if cfg.quick { 400 } else { 3000 })?;
+    let iterations = cfg.opt("iterations", if cfg.quick { 1000 } else { 3000 })?;
     let width = cfg.opt("width", 32usize)?;
-    let layers = cfg.opt("layers", if cfg.quick { 3usize } else { 5 })?;
+    let layers = cfg.opt("layers", 5usize)?;
     if iterations == 0 || width == 0 || layers == 0 {
         return Err(Error::value(
             "lift-flow-2d",
@@ -303,7 +310,11 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     }
     let targets: Vec<String> = cfg.opt_list(
         "targets",
-        &["8gaussians".to_string(), "2spirals".to_string()],
+        &if cfg.quick {
+            vec!["8gaussians".to_string()]
+        } else {
+            vec!["8gaussians".to_string(), "2spirals".to_string()]
+        },
     )?;
     let convention = Convention::parse(&cfg.opt("convention", "cpflow".to_string())?)?;
     let slack_init: f64 = cfg.opt("slack-init", 0.0)?;
@@ -317,7 +328,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     )?;
     let probe_every: usize = cfg.opt("probe-every", if cfg.quick { 0 } else { iterations / 10 })?;
     let control = cfg.opt("control", !cfg.quick)?;
-    let seeds = cfg.seed_list(2, 10);
+    let seeds = cfg.seed_list(3, 10);
     let lift = LiftConfig {
         slack_init,
         ..LiftConfig::default()
@@ -352,7 +363,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             "parameters",
             "test NLL",
             "gap to entropy",
-            "seeds below the plateau",
+            "seeds ≥ 0.05 nats below the plateau",
             "non-finite steps skipped",
             "s / run",
         ],
@@ -368,7 +379,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     );
     let mut sweep_table = Table::new(
         &format!("lift-flow-2d: the lift's initial slack swept (its own table; the headline uses {slack_init}), {setting}"),
-        &["target", "slack init", "initial weight softplus(b)", "test NLL", "seeds below the plateau"],
+        &["target", "slack init", "initial weight softplus(b)", "test NLL", "seeds ≥ 0.05 nats below the plateau"],
     );
     for t in &targets {
         let target = Target2d::parse(t)?;
@@ -383,7 +394,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         let below = |v: &[f64]| {
             format!(
                 "{} of {}",
-                v.iter().filter(|&&x| x < plateau).count(),
+                v.iter().filter(|&&x| x < plateau - PLATEAU_MARGIN).count(),
                 v.len()
             )
         };
