@@ -315,6 +315,15 @@ pub fn selection_grids(cfg: &RunConfig) -> Result<(Vec<f64>, Vec<f64>, Vec<f64>)
 /// The training set split into a fitting part and a validation part (the last
 /// `fraction` after a seeded shuffle).
 pub fn validation_split(train: &Dataset, fraction: f64, seed: u64) -> Result<(Dataset, Dataset)> {
+    if train.len() < 2 || !(fraction > 0.0 && fraction < 1.0) {
+        return Err(tensor::Error::value(
+            "validation_split",
+            format!(
+                "needs at least 2 samples and a fraction in (0, 1), got {} and {fraction}",
+                train.len()
+            ),
+        ));
+    }
     let order = Rng::new(seed).permutation(train.len());
     let n_val = ((train.len() as f64 * fraction).round() as usize).clamp(1, train.len() - 1);
     let (fit, val) = order.split_at(train.len() - n_val);

@@ -48,6 +48,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         steps: cfg.opt("steps", if cfg.quick { 300 } else { 3000 })?,
         sgd_lr: cfg.opt("lr", 0.01)?,
         adam_lr: 1e-3,
+        // λ and β are set per run from the validation choice.
         beta: 0.0,
         lambda: 0.0,
         hidden: vec![128, 128],
