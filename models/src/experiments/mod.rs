@@ -117,6 +117,13 @@ pub fn registry() -> Vec<Experiment> {
             run: lift::flow2d::run,
         },
         Experiment {
+            name: "lift-ebm-latent",
+            about: "log-concave EBM on the 32-D codes of a conv autoencoder trained on real MNIST: PGD vs softplus vs the lift (test NLL, log Z by importance sampling with its standard error)",
+            in_demo: false,
+            options: lift::latent::OPTIONS,
+            run: lift::latent::run,
+        },
+        Experiment {
             name: "llqr-sam",
             about: "MNIST MLP or CNN: SGD, SAM, F-SAM, Fisher-SAM, LLQR, LLQR+SAM and LLQR+F-SAM at 0-80 % label noise, with U's spread and cost per step",
             in_demo: true,

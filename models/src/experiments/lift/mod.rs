@@ -4,6 +4,7 @@
 
 pub mod ebm1d;
 pub mod flow2d;
+pub mod latent;
 
 use crate::report::Metrics;
 use autograd::{backward, Var};
