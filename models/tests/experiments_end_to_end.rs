@@ -249,3 +249,43 @@ fn lift_flow_2d_reads_sigma_for_the_five_cells() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn lift_ebm_latent_reports_every_strategy_against_the_gaussian() {
+    let dir = tmpdir("e2e-latent");
+    let cfg = config(
+        &[
+            "--images",
+            "256",
+            "--ae-epochs",
+            "1",
+            "--iterations",
+            "3",
+            "--width",
+            "8",
+            "--proposals",
+            "64",
+            "--seeds",
+            "1",
+        ],
+        &dir,
+    );
+    let tables = lift::latent::run(&cfg).unwrap();
+    let t = &tables[0];
+    assert_eq!(t.rows.len(), 4);
+    assert!(t.rows[0][0].starts_with("fitted Gaussian"));
+    for r in &t.rows[1..] {
+        assert!(
+            r[2].split(' ')
+                .next()
+                .unwrap()
+                .parse::<f64>()
+                .is_ok_and(f64::is_finite),
+            "{r:?}"
+        );
+    }
+    for bad in [["--images", "10"], ["--proposals", "1"]] {
+        assert!(lift::latent::run(&config(&bad, &dir)).is_err(), "{bad:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

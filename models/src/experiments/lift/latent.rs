@@ -39,6 +39,10 @@ pub const OPTIONS: &[(&str, &str)] = &[
         "proposals",
         "importance samples of log Z per training step (1024)",
     ),
+    (
+        "images",
+        "keep the first N training and N/4 test images (0 = all 8,000 / 2,000)",
+    ),
 ];
 
 /// Dimension of the codes.
@@ -258,7 +262,20 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             format!("needs positive --ae-epochs, --iterations, --width and --proposals ≥ 2, got {ae_epochs}, {iterations}, {width}, {proposals}"),
         ));
     }
-    let (train, test) = builtin::mnist()?;
+    let (mut train, mut test) = builtin::mnist()?;
+    let keep: usize = cfg.opt("images", 0)?;
+    if keep > 0 {
+        if keep < 128 {
+            return Err(Error::value(
+                "lift-ebm-latent",
+                format!("--images needs at least one autoencoder batch of 128, got {keep}"),
+            ));
+        }
+        let first =
+            |n: usize, d: &crate::data::Dataset| d.subset(&(0..n.min(d.len())).collect::<Vec<_>>());
+        train = first(keep, &train)?;
+        test = first((keep / 4).max(1), &test)?;
+    }
     let (ae, bce) = train_autoencoder(&train.x, ae_epochs, cfg.seed, cfg.quiet)?;
     let codes = |x: &Tensor<f64>| -> Result<Tensor<f64>> {
         no_grad(|| ae.encode(&Var::constant(x.clone()))).map(|v| v.value().clone())
