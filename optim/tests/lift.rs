@@ -411,3 +411,52 @@ fn the_fan_in_gain_scales_only_the_weights() {
     );
     assert!(FanInGain::new(Box::new(lone.unwrap()), &[vec![3]]).is_err());
 }
+
+/// After one loss evaluation every trainable part of the lift receives gradient: the
+/// batch encoder φ, the readouts Θ_E and the slack b (a detached body or a missing
+/// slack path would leave some of them at exactly zero).
+#[test]
+fn every_part_of_the_lift_gets_a_gradient() {
+    let mut rng = Rng::new(13);
+    let store = ParamStore::<f64>::new();
+    let net = icnn(&store, 1, &mut rng);
+    let s = strategy("lift", &store, &net, 1, &mut rng);
+    let batch = Tensor::rand_normal(&[64, 1], 0.0, 1.0, &mut rng).unwrap();
+    // A loss with a log-partition term, as in training (the energy alone would give
+    // the readouts a gradient but could cancel in a sum).
+    let w = s.weights(&batch).unwrap();
+    let grid = Var::constant(
+        Tensor::from_vec((0..50).map(|i| -5.0 + 0.2 * i as f64).collect(), &[50, 1]).unwrap(),
+    );
+    let loss = net
+        .forward_with(&Var::constant(batch.clone()), &w)
+        .unwrap()
+        .mean_all()
+        .unwrap()
+        .add(
+            &net.forward_with(&grid, &w)
+                .unwrap()
+                .neg()
+                .unwrap()
+                .logsumexp(&[0, 1], false)
+                .unwrap(),
+        )
+        .unwrap();
+    let params = store.trainable();
+    let grads = nn::ParamGrads::collect(&params, &autograd::backward(&loss).unwrap());
+    for (p, g) in params.iter().zip(grads.tensors()) {
+        if p.name().starts_with("pos") {
+            let norm = g.square().sum_all().item().unwrap().sqrt();
+            assert!(norm > 0.0, "{} has no gradient", p.name());
+        }
+    }
+    let names: Vec<String> = params.iter().map(|p| p.name().to_string()).collect();
+    for part in ["body", "theta", "slack"] {
+        assert!(
+            names
+                .iter()
+                .any(|n| n.starts_with("pos") && n.contains(part)),
+            "{part} in {names:?}"
+        );
+    }
+}
