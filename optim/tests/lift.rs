@@ -460,3 +460,50 @@ fn every_part_of_the_lift_gets_a_gradient() {
         );
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, failure_persistence: None, ..proptest::prelude::ProptestConfig::default() })]
+
+    /// Convexity over random parameter draws, sizes, both activations, every
+    /// strategy, with and without CP-Flow's gain: the midpoint of any segment lies on
+    /// or below the chord.
+    #[test]
+    fn the_icnn_stays_convex_over_random_draws(
+        seed in 0u64..1000,
+        input in 1usize..4,
+        width in 1usize..12,
+        layers in 1usize..4,
+        relu in proptest::prelude::any::<bool>(),
+        kind in 0usize..5,
+        gain in proptest::prelude::any::<bool>(),
+        scale in 0.0f64..2.0,
+    ) {
+        let mut rng = Rng::new(seed);
+        let store = ParamStore::<f64>::new();
+        let cfg = IcnnConfig {
+            input,
+            width,
+            layers,
+            activation: if relu { Activation::Relu } else { Activation::Softplus },
+            strong_convexity: 0.0,
+        };
+        let net = Icnn::new(&store.root().sub("icnn"), cfg, &mut rng).unwrap();
+        let mut s = strategy(KINDS[kind], &store, &net, input, &mut rng);
+        if gain {
+            s = Box::new(FanInGain::new(s, &net.constrained_shapes()).unwrap());
+        }
+        jitter(&store, s.as_ref(), scale, &mut rng);
+        let cond = Tensor::<f64>::rand_normal(&[8, input], 0.0, 1.0, &mut rng).unwrap();
+        let w = s.weights(&cond).unwrap();
+        let f = |x: &Tensor<f64>| {
+            net.forward_with(&Var::constant(x.clone()), &w).unwrap().value().clone()
+        };
+        let a = Tensor::<f64>::rand_normal(&[64, input], 0.0, 3.0, &mut rng).unwrap();
+        let b = Tensor::<f64>::rand_normal(&[64, input], 0.0, 3.0, &mut rng).unwrap();
+        let mid = f(&a.add(&b).unwrap().mul_scalar(0.5));
+        let chord = f(&a).add(&f(&b)).unwrap().mul_scalar(0.5);
+        let size = chord.abs().max_all().unwrap().max(1.0);
+        let gap = mid.sub(&chord).unwrap().max_all().unwrap();
+        proptest::prop_assert!(gap <= 1e-12 * size, "midpoint above the chord by {}", gap);
+    }
+}
