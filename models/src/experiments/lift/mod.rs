@@ -276,3 +276,88 @@ pub fn snapshots(probes: &[(usize, Option<CrossCov>)]) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+/// Per-entry shoulder membership over training: at each snapshot, which latent
+/// entries sit on the softplus shoulder (sigmoid(θ̃) ≤ 0.05; for PGD, weights clamped
+/// to exactly 0). It shows whether entries that reach the shoulder leave it again
+/// (the lift's escape) or stay (softplus's vanishing gradient).
+#[derive(Default)]
+pub struct ShoulderTrack {
+    states: Vec<Vec<bool>>,
+}
+
+/// What a [`ShoulderTrack`] saw.
+pub struct Escape {
+    /// Share of entries on the shoulder at some snapshot.
+    pub ever: f64,
+    /// Share of entries that were on the shoulder and off it at a later snapshot.
+    pub left: f64,
+    /// Mean number of state changes per entry.
+    pub changes: f64,
+}
+
+impl ShoulderTrack {
+    /// Records the state of every latent entry at `pin`; returns the share of
+    /// entries that left the shoulder since the previous snapshot.
+    pub fn record(&mut self, m: &Model, pin: &Tensor<f64>, pgd: bool) -> Result<f64> {
+        let edge = (0.05f64 / 0.95).ln();
+        let now: Vec<bool> = m
+            .positivity
+            .latents(pin)?
+            .iter()
+            .flat_map(|t| t.to_vec())
+            .map(|v| if pgd { v == 0.0 } else { v <= edge })
+            .collect();
+        let exits = match self.states.last() {
+            Some(prev) => {
+                prev.iter().zip(&now).filter(|(a, b)| **a && !**b).count() as f64
+                    / now.len().max(1) as f64
+            }
+            None => 0.0,
+        };
+        self.states.push(now);
+        Ok(exits)
+    }
+
+    /// The summary over all snapshots.
+    pub fn escape(&self) -> Escape {
+        let n = self.states.first().map_or(0, Vec::len);
+        let (mut ever, mut left, mut changes) = (0usize, 0usize, 0usize);
+        for j in 0..n {
+            let path: Vec<bool> = self.states.iter().map(|s| s[j]).collect();
+            if let Some(first) = path.iter().position(|&on| on) {
+                ever += 1;
+                if path[first..].iter().any(|&on| !on) {
+                    left += 1;
+                }
+            }
+            changes += path.windows(2).filter(|w| w[0] != w[1]).count();
+        }
+        let n = n.max(1) as f64;
+        Escape {
+            ever: ever as f64 / n,
+            left: left as f64 / n,
+            changes: changes as f64 / n,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_escape_summary_counts_entries_that_leave_the_shoulder() {
+        // Entry 0: on, off, on (left once, 2 changes); entry 1: off, off, on (never
+        // left, 1 change); entry 2 never on.
+        let track = ShoulderTrack {
+            states: vec![
+                vec![true, false, false],
+                vec![false, false, false],
+                vec![true, true, false],
+            ],
+        };
+        let e = track.escape();
+        assert_eq!((e.ever, e.left, e.changes), (2.0 / 3.0, 1.0 / 3.0, 1.0));
+    }
+}
