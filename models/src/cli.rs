@@ -154,6 +154,19 @@ impl RunConfig {
         }
     }
 
+    /// `--key` as a count that must be at least 1 (sizes, epochs, steps): zero is an
+    /// error naming the option, before any work.
+    pub fn opt_positive(&self, key: &str, default: usize) -> Result<usize> {
+        let v: usize = self.opt(key, default)?;
+        if v == 0 {
+            return Err(Error::value(
+                "models",
+                format!("--{key} must be at least 1, got 0"),
+            ));
+        }
+        Ok(v)
+    }
+
     /// The seeds to run: `--seeds`, else `quick` or `full` by setting.
     pub fn seed_list(&self, quick: usize, full: usize) -> Vec<u64> {
         let n = self.seeds.unwrap_or(if self.quick { quick } else { full });

@@ -44,6 +44,13 @@ fn splits_batches_and_standardisation_are_seeded_and_exact() {
     }
     assert!(d.split(1.5, &mut Rng::new(0)).is_err());
     assert!(a1.batches(0, None).is_err());
+    let e = a1.subset(&[0, a1.len()]).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("index {} is out of range", a1.len())),
+        "{e}"
+    );
+    let digits = builtin::digits().unwrap();
+    assert!(digits.subset(&[digits.len() + 3]).is_err());
 }
 
 #[test]
@@ -199,4 +206,41 @@ fn the_image_option_picks_the_set_and_names_bad_values() {
     assert!(err(&["--dataset", "cifar"]).contains("expected mnist or digits"));
     assert!(err(&["--dataset", "digits", "--data", "/tmp"]).contains("takes none"));
     assert!(err(&["--data", "/no/such/dir"]).contains("neither train-images-idx3-ubyte"));
+}
+
+/// Zero counts are refused by name before any work, instead of dividing by zero or
+/// finishing with a table of NaNs.
+#[test]
+fn zero_sizes_and_budgets_are_named_errors() {
+    let registry = models::experiments::registry();
+    for (name, key) in [
+        ("digits", "batch"),
+        ("digits", "epochs"),
+        ("mnist", "hidden"),
+        ("diabetes", "batch"),
+        ("diabetes", "epochs"),
+        ("closed-form-regression", "steps"),
+        ("closed-form-classification", "steps"),
+        ("closed-form-classes", "steps"),
+        ("lift-ebm-1d", "grid"),
+        ("lift-ebm-1d", "iterations"),
+        ("pothole", "steps"),
+        ("seq2seq", "epochs"),
+        ("llqr-sam", "batch"),
+        ("lift-flow-2d", "layers"),
+        ("dfiv", "epochs"),
+    ] {
+        let e = registry.iter().find(|e| e.name == name).unwrap();
+        let args: Vec<String> = [
+            format!("--{key}"),
+            "0".into(),
+            "--out".into(),
+            "/nonexistent/zero-check".into(),
+        ]
+        .to_vec();
+        let err = (e.run)(&RunConfig::parse(&args).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&format!("--{key}")), "{name} --{key} 0: {err}");
+    }
 }

@@ -56,6 +56,17 @@ impl Tiny {
     }
 }
 
+/// A bias-less layer is an error naming it, not a panic.
+#[test]
+fn the_exact_lqr_step_names_a_layer_without_bias() {
+    let mut t = tiny(0);
+    t.mlp.layers[1].bias = None;
+    let e = exact_lqr_step(&t.mlp, &t.x, &t.y, 0.05)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("layer 1 has no bias"), "{e}");
+}
+
 #[test]
 fn the_exact_lqr_step_is_the_damped_gauss_newton_step() {
     for seed in 0..3 {

@@ -61,8 +61,14 @@ impl Dataset {
         self.len() == 0
     }
 
-    /// The samples at `idx`, in that order.
+    /// The samples at `idx`, in that order; an index past the end is an error.
     pub fn subset(&self, idx: &[usize]) -> Result<Dataset> {
+        if let Some(&bad) = idx.iter().find(|&&i| i >= self.len()) {
+            return Err(Error::value(
+                "Dataset::subset",
+                format!("index {bad} is out of range for {} samples", self.len()),
+            ));
+        }
         let y = match &self.y {
             Targets::Classes { labels, classes } => Targets::Classes {
                 labels: idx.iter().map(|&i| labels[i]).collect(),

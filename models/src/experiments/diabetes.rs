@@ -47,9 +47,9 @@ pub fn scores(pred_std: &Tensor<f64>, test: &Dataset, ys: &Standardizer) -> Resu
 /// Runs the experiment and returns its table.
 pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     cfg.check_known("diabetes", OPTIONS)?;
-    let epochs = cfg.opt("epochs", if cfg.quick { 100 } else { 300 })?;
-    let batch = cfg.opt("batch", 32usize)?;
-    let hidden = cfg.opt("hidden", 32usize)?;
+    let epochs = cfg.opt_positive("epochs", if cfg.quick { 100 } else { 300 })?;
+    let batch = cfg.opt_positive("batch", 32)?;
+    let hidden = cfg.opt_positive("hidden", 32)?;
     let (train, test, ys) = split()?;
     let seeds = cfg.seed_list(2, 5);
     let mut metrics = Metrics::default();

@@ -145,9 +145,9 @@ fn run_on(
     epochs: (usize, usize),
 ) -> Result<Vec<Table>> {
     cfg.check_known(name, options)?;
-    let epochs = cfg.opt("epochs", if cfg.quick { epochs.0 } else { epochs.1 })?;
-    let batch = cfg.opt("batch", 32usize)?;
-    let hidden = cfg.opt("hidden", 128usize)?;
+    let epochs = cfg.opt_positive("epochs", if cfg.quick { epochs.0 } else { epochs.1 })?;
+    let batch = cfg.opt_positive("batch", 32)?;
+    let hidden = cfg.opt_positive("hidden", 128)?;
     let images = images::load(cfg, default, (0, 0))?;
     let (train, test) = (images.train, images.test);
     let sgd = OptimizerKind::Sgd {

@@ -416,7 +416,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             pre_norm,
             max_len: 2 * longest + 8,
         },
-        epochs: cfg.opt("epochs", if q { 4 } else { 30 })?,
+        epochs: cfg.opt_positive("epochs", if q { 4 } else { 30 })?,
         batch: cfg.opt("batch", 64usize)?,
         lr: cfg.opt("lr", 1e-3)?,
         hyper: Hyper {

@@ -48,6 +48,21 @@ pub fn exact_lqr_step(
             format!("damping must be positive, got {damping}"),
         ));
     }
+    let biases: Vec<&nn::Param<f64>> = mlp
+        .layers
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            l.bias.as_ref().ok_or_else(|| {
+                Error::value(
+                    "exact_lqr_step",
+                    format!(
+                        "layer {i} has no bias: the Riccati reference needs every layer biased"
+                    ),
+                )
+            })
+        })
+        .collect::<Result<_>>()?;
     let n_layers = mlp.layers.len();
     let act = mlp.activation;
     let layer_fn = |i: usize| {
@@ -67,7 +82,7 @@ pub fn exact_lqr_step(
             layer_fn(i)(
                 &Var::constant(states[i].clone()),
                 &l.weight.var(),
-                &l.bias.as_ref().expect("bias").var(),
+                &biases[i].var(),
             )
         })?;
         states.push(next.value().clone());
@@ -100,7 +115,7 @@ pub fn exact_lqr_step(
     let mut a_mats = Vec::with_capacity(n_layers);
     let mut b_mats = Vec::with_capacity(n_layers);
     for (i, l) in mlp.layers.iter().enumerate() {
-        let (w, bias) = (l.weight.value(), l.bias.as_ref().expect("bias").value());
+        let (w, bias) = (l.weight.value(), biases[i].value());
         let f = layer_fn(i);
         let (wc, bc) = (w.clone(), bias.clone());
         a_mats.push(jacobian(
@@ -153,7 +168,7 @@ pub fn exact_lqr_step(
         let u = s_inv_n.matmul(&dx)?.add(s_inv_bl)?.neg();
         dx = a_mats[i].matmul(&dx)?.add(&b_mats[i].matmul(&u)?)?;
         let l = &mlp.layers[i];
-        let (ws, bs) = (l.weight.shape(), l.bias.as_ref().expect("bias").shape());
+        let (ws, bs) = (l.weight.shape(), biases[i].shape());
         let nw: usize = ws.iter().product();
         let flat = u.to_vec();
         out.push(Tensor::from_vec(flat[..nw].to_vec(), &ws)?);

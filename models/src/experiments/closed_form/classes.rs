@@ -46,7 +46,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         ));
     }
     let s = Settings {
-        steps: cfg.opt("steps", if q { 400 } else { 3000 })?,
+        steps: cfg.opt_positive("steps", if q { 400 } else { 3000 })?,
         sgd_lr: cfg.opt("lr", 0.01)?,
         adam_lr: 1e-3,
         beta: 0.01,

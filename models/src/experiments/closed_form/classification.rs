@@ -35,7 +35,7 @@ const QUICK_SIZES: (usize, usize) = (1500, 1000);
 pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     cfg.check_known("closed-form-classification", OPTIONS)?;
     let s = Settings {
-        steps: cfg.opt("steps", if cfg.quick { 300 } else { 3000 })?,
+        steps: cfg.opt_positive("steps", if cfg.quick { 300 } else { 3000 })?,
         sgd_lr: cfg.opt("lr", 0.01)?,
         adam_lr: 1e-3,
         // λ and β are set per run from the validation choice.

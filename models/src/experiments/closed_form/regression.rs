@@ -45,7 +45,7 @@ pub(super) fn molecule_data(n: usize) -> Result<(Dataset, Dataset, Standardizer)
 pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     cfg.check_known("closed-form-regression", OPTIONS)?;
     let s = Settings {
-        steps: cfg.opt("steps", if cfg.quick { 300 } else { 3000 })?,
+        steps: cfg.opt_positive("steps", if cfg.quick { 300 } else { 3000 })?,
         sgd_lr: cfg.opt("lr", 0.01)?,
         adam_lr: 1e-3,
         // λ and β are set per run from the validation choice.

@@ -211,9 +211,9 @@ pub fn train_one(
 /// Runs the experiment and returns its table.
 pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     cfg.check_known("lift-ebm-1d", OPTIONS)?;
-    let iterations = cfg.opt("iterations", if cfg.quick { 500 } else { 3000 })?;
-    let width = cfg.opt("width", if cfg.quick { 32usize } else { 128 })?;
-    let grid_n = cfg.opt("grid", if cfg.quick { 400usize } else { 2000 })?;
+    let iterations = cfg.opt_positive("iterations", if cfg.quick { 500 } else { 3000 })?;
+    let width = cfg.opt_positive("width", if cfg.quick { 32 } else { 128 })?;
+    let grid_n = cfg.opt_positive("grid", if cfg.quick { 400 } else { 2000 })?;
     let targets: Vec<String> =
         cfg.opt_list("targets", &["gumbel".to_string(), "laplace".to_string()])?;
     let seeds = cfg.seed_list(2, 5);

@@ -225,7 +225,7 @@ fn hovering() -> Result<Table> {
 /// Runs the experiment and returns its tables.
 pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     cfg.check_known("pothole", OPTIONS)?;
-    let steps: usize = cfg.opt("steps", if cfg.quick { 5000 } else { 20_000 })?;
+    let steps = cfg.opt_positive("steps", if cfg.quick { 5000 } else { 20_000 })?;
     let lr: f64 = cfg.opt("lr", 0.01)?;
     let points: usize = cfg.opt("grid", if cfg.quick { 16 } else { 40 })?;
     if points < 2 {
