@@ -284,8 +284,18 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         test = first((keep / 4).max(1), &test)?;
     }
     let (ae, bce) = train_autoencoder(&train.x, ae_epochs, cfg.seed, cfg.quiet)?;
+    // Encoded 500 images at a time, to bound the convolutions' working memory.
     let codes = |x: &Tensor<f64>| -> Result<Tensor<f64>> {
-        no_grad(|| ae.encode(&Var::constant(x.clone()))).map(|v| v.value().clone())
+        let n = x.shape()[0];
+        let parts = (0..n)
+            .step_by(500)
+            .map(|start| {
+                let idx: Vec<usize> = (start..(start + 500).min(n)).collect();
+                no_grad(|| ae.encode(&Var::constant(x.index_select(0, &idx)?)))
+                    .map(|v| v.value().clone())
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Tensor::cat(&parts.iter().collect::<Vec<_>>(), 0)
     };
     let (raw_train, raw_test) = (codes(&train.x)?, codes(&test.x)?);
     let mu = raw_train.mean(&[0], true)?;
