@@ -143,3 +143,14 @@ fn bad_optimisers_and_norms_are_named() {
         assert!(e.contains(needle), "{extra:?}: {e}");
     }
 }
+
+/// The decode budget follows the sentence being translated (not the longest
+/// training line) and stays inside the model's positions.
+#[test]
+fn the_decode_budget_follows_the_source_and_the_positions() {
+    use models::experiments::seq2seq::decode_budget;
+    assert_eq!(decode_budget(5, 1000), 20);
+    assert_eq!(decode_budget(3000, 100), 99);
+    assert_eq!(decode_budget(0, 1), 1);
+    assert!(decode_budget(7, 64) < decode_budget(8, 64));
+}

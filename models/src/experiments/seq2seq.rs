@@ -329,16 +329,20 @@ pub fn train_arm(
         metrics.push(&series, epoch, "train_loss", last);
     }
     store.eval();
-    let cfg = DecodeConfig {
+    let base = DecodeConfig {
         pad: PAD,
         bos: BOS,
         eos: EOS,
-        max_len: 2 * train.src.iter().map(Vec::len).max().unwrap_or(1) + 4,
+        max_len: 1,
     };
     let (mut greedy_out, mut beam_out, mut exact) = (Vec::new(), Vec::new(), 0usize);
     let mut examples = Vec::new();
     for (src, reference) in &corpus.test {
         let ids = vocab.encode(src);
+        let cfg = DecodeConfig {
+            max_len: decode_budget(ids.len(), s.model.max_len),
+            ..base
+        };
         let g = vocab.decode(&greedy(&model, &ids, &cfg)?);
         let b = vocab.decode(&beam_search(&model, &ids, beam, 0.6, &cfg)?);
         // The output is 13a tokens joined by spaces; so is the reference compared.
@@ -358,6 +362,14 @@ pub fn train_arm(
         seconds_per_epoch: busy / s.epochs as f64,
         examples,
     })
+}
+
+/// The longest output decoded for a source of `source` tokens: twice the source plus
+/// 10, and never past the model's `positions` − 1 (the BOS takes one). It depends on
+/// the sentence being translated only, so one very long training line cannot make
+/// every decode run for minutes.
+pub fn decode_budget(source: usize, positions: usize) -> usize {
+    (2 * source + 10).min(positions.saturating_sub(1)).max(1)
 }
 
 /// Runs the experiment and returns its tables.
