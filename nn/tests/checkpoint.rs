@@ -317,3 +317,32 @@ fn saves_are_atomic_and_loads_leave_the_model_untouched_on_error() {
     assert!(e.to_string().contains("absent"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Two threads saving one path at once both succeed (each has its own temporary
+/// file), the result is one of the two payloads whole, and no temporary is left.
+#[test]
+fn concurrent_saves_of_one_path_both_succeed_whole() {
+    let dir = std::env::temp_dir().join(format!("nn-ckpt-concurrent-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("same.bin");
+    let payloads = [vec![1u8; 100_000], vec![2u8; 150_000]];
+    std::thread::scope(|s| {
+        for p in &payloads {
+            let path = &path;
+            s.spawn(move || {
+                for _ in 0..50 {
+                    nn::checkpoint::write_atomic(path, p).unwrap();
+                }
+            });
+        }
+    });
+    let got = std::fs::read(&path).unwrap();
+    assert!(payloads.contains(&got));
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != "same.bin")
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -402,8 +402,11 @@ pub fn save(path: impl AsRef<Path>, ckpt: &Checkpoint) -> Result<()> {
     write_atomic(path.as_ref(), &to_bytes(ckpt)?)
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file next to it, synced, then
-/// renamed over it, so a crash leaves either the old file or the new one.
+/// Writes `bytes` to `path` atomically: a temporary file next to it (named by process
+/// and call, created exclusively), synced, renamed over it, then the directory
+/// synced, so a crash leaves either the old file or the new one and concurrent
+/// saves of one path each land whole. A kill between create and rename can still
+/// leave a `.NAME.tmp-*` file behind.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let name = path.file_name().ok_or_else(|| {
         Error::value(
@@ -411,17 +414,33 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
             format!("'{}' is not a file path", path.display()),
         )
     })?;
+    // A temp name unique to this process and this call (threads saving the same path
+    // do not share one), created exclusively.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = path.with_file_name(format!(
-        ".{}.tmp-{}",
+        ".{}.tmp-{}-{call}",
         name.to_string_lossy(),
         std::process::id()
     ));
     let io = |e: std::io::Error| Error::io(tmp.display().to_string(), &e);
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp).map_err(io)?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(io)?;
         f.write_all(bytes).map_err(io)?;
         f.sync_all().map_err(io)?;
-        std::fs::rename(&tmp, path).map_err(|e| Error::io(path.display().to_string(), &e))
+        std::fs::rename(&tmp, path).map_err(|e| Error::io(path.display().to_string(), &e))?;
+        // Make the rename itself durable: fsync the directory (where the platform
+        // lets a directory be opened; elsewhere the rename is as durable as it gets).
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if let Ok(d) = std::fs::File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(())
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
