@@ -244,3 +244,19 @@ fn zero_sizes_and_budgets_are_named_errors() {
         assert!(err.contains(&format!("--{key}")), "{name} --{key} 0: {err}");
     }
 }
+
+/// Two runs with the same identifier (the same experiment started in the same
+/// second) get two folders; neither writes into the other's.
+#[test]
+fn run_folders_are_never_reused() {
+    let out = std::env::temp_dir().join(format!("runner-rundir-{}", std::process::id()));
+    let a = models::report::RunDir::create(&out, "exp", "20261201-seed0").unwrap();
+    let b = models::report::RunDir::create(&out, "exp", "20261201-seed0").unwrap();
+    let c = models::report::RunDir::create(&out, "exp", "20261201-seed0").unwrap();
+    assert_ne!(a.path, b.path);
+    assert!(b.path.ends_with("20261201-seed0-2") && c.path.ends_with("20261201-seed0-3"));
+    let blocked = out.join("file");
+    std::fs::write(&blocked, b"x").unwrap();
+    assert!(models::report::RunDir::create(&blocked, "exp", "id").is_err());
+    std::fs::remove_dir_all(&out).unwrap();
+}

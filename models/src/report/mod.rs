@@ -178,11 +178,32 @@ pub struct RunDir {
 }
 
 impl RunDir {
-    /// `out/<experiment>/<run_id>`, created.
+    /// `out/<experiment>/<run_id>`, created exclusively: a folder that already
+    /// exists (another run started in the same second) is never reused; the run gets
+    /// `<run_id>-2`, `-3`, … instead.
     pub fn create(out: &Path, experiment: &str, run_id: &str) -> Result<Self> {
-        let path = out.join(experiment).join(run_id);
-        std::fs::create_dir_all(&path).map_err(|e| Error::io(path.display().to_string(), &e))?;
-        Ok(RunDir { path })
+        let parent = out.join(experiment);
+        std::fs::create_dir_all(&parent)
+            .map_err(|e| Error::io(parent.display().to_string(), &e))?;
+        for n in 1..=10_000 {
+            let path = if n == 1 {
+                parent.join(run_id)
+            } else {
+                parent.join(format!("{run_id}-{n}"))
+            };
+            match std::fs::create_dir(&path) {
+                Ok(()) => return Ok(RunDir { path }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(Error::io(path.display().to_string(), &e)),
+            }
+        }
+        Err(Error::value(
+            "RunDir",
+            format!(
+                "10,000 run folders named {run_id} already exist in {}",
+                parent.display()
+            ),
+        ))
     }
 
     fn write(&self, name: &str, text: &str) -> Result<()> {
