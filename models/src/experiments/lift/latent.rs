@@ -198,14 +198,20 @@ impl Gaussian {
         Ok((x, log_q))
     }
 
+    /// The whitened rows L⁻¹(x − μ) `[n, d]` of rows `x`: N(μ, Σ) becomes N(0, I).
+    fn whiten(&self, x: &Tensor<f64>) -> Result<Tensor<f64>> {
+        let c = x.sub(&self.mean)?.t()?.contiguous();
+        Ok(self
+            .chol
+            .solve_triangular(&c, tensor::linalg::Triangular::LOWER)?
+            .t()?
+            .contiguous())
+    }
+
     /// Mean negative log density of rows `x`.
     fn nll(&self, x: &Tensor<f64>) -> Result<f64> {
         let d = self.mean.shape()[1];
-        let c = x.sub(&self.mean)?;
-        // Solve L z = cᵀ for the whitened rows.
-        let z = self
-            .chol
-            .solve_triangular(&c.t()?.contiguous(), tensor::linalg::Triangular::LOWER)?;
+        let z = self.whiten(x)?;
         let quad = z.square().sum_all().item()? / x.shape()[0] as f64;
         Ok(0.5 * quad + 0.5 * self.log_det + 0.5 * d as f64 * (2.0 * std::f64::consts::PI).ln())
     }
@@ -313,17 +319,11 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     // every NLL is on the same scale.
     let whiten: bool = cfg.opt("whiten", true)?;
     let (z_train, z_test, jacobian) = if whiten {
-        let w = |x: &Tensor<f64>| -> Result<Tensor<f64>> {
-            Ok(fitted
-                .chol
-                .solve_triangular(
-                    &x.sub(&fitted.mean)?.t()?.contiguous(),
-                    tensor::linalg::Triangular::LOWER,
-                )?
-                .t()?
-                .contiguous())
-        };
-        (w(&z_train)?, w(&z_test)?, 0.5 * fitted.log_det)
+        (
+            fitted.whiten(&z_train)?,
+            fitted.whiten(&z_test)?,
+            0.5 * fitted.log_det,
+        )
     } else {
         (z_train, z_test, 0.0)
     };
@@ -453,15 +453,8 @@ mod tests {
         let g = Gaussian::fit(&x).unwrap();
         let (xs, lq) = g.sample(200_000, &mut rng).unwrap();
         // Whitened squared radius of each draw under the fitted N(μ, Σ).
-        let c = xs.sub(&g.mean).unwrap();
-        let z = g
-            .chol
-            .solve_triangular(
-                &c.t().unwrap().contiguous(),
-                tensor::linalg::Triangular::LOWER,
-            )
-            .unwrap();
-        let r2 = z.square().sum(&[0], false).unwrap().to_vec();
+        let z = g.whiten(&xs).unwrap();
+        let r2 = z.square().sum(&[1], false).unwrap().to_vec();
         let logs: Vec<f64> = r2
             .iter()
             .zip(lq.to_vec())
