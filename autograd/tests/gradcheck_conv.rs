@@ -62,6 +62,45 @@ fn conv1d_and_pooling_pass_gradcheck() {
     }
 }
 
+/// The two adjoints the conv2d backward records, checked as ops of their own (first
+/// and second order), so each is covered where it is defined, not only through
+/// conv2d's second derivative.
+#[test]
+fn the_conv_adjoints_pass_gradcheck_and_gradgradcheck() {
+    let spec = Conv2dSpec {
+        stride: (2, 1),
+        padding: (1, 0),
+        dilation: (1, 2),
+        groups: 1,
+    };
+    let (xs, ws) = ([2, 3, 6, 7], [4, 3, 3, 2]);
+    let out = rand(&xs, 1)
+        .conv2d(&rand(&ws, 2), spec)
+        .unwrap()
+        .shape()
+        .to_vec();
+    let g = rand(&out, 3);
+    let input_grad = |v: &[Var<f64>]| v[0].conv2d_input_grad(&v[1], &xs, spec)?.tanh();
+    let weight_grad = |v: &[Var<f64>]| v[0].conv2d_weight_grad(&v[1], &ws, spec)?.tanh();
+    for (name, f, inputs) in [
+        (
+            "conv2d_input_grad",
+            &input_grad as &dyn Fn(&[Var<f64>]) -> tensor::Result<Var<f64>>,
+            [g.clone(), rand(&ws, 4)],
+        ),
+        (
+            "conv2d_weight_grad",
+            &weight_grad,
+            [g.clone(), rand(&xs, 5)],
+        ),
+    ] {
+        let r = gradcheck(f, &inputs, &opts());
+        assert!(r.is_ok(), "{name}: {r:?}");
+        let r = gradgradcheck(f, &inputs, &opts());
+        assert!(r.is_ok(), "{name} second order: {r:?}");
+    }
+}
+
 /// out[n, c, oy, ox] = reduce over the window, by loops (padding excluded from max,
 /// counted as zero in the average).
 fn naive_pool(

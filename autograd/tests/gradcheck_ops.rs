@@ -90,3 +90,83 @@ fn large_layers_use_random_directions() {
     assert!(!report.full_jacobian);
     assert_eq!(report.checks, opts().directions);
 }
+
+/// The two shape adjoints (recorded by broadcasting's and slicing's backward rules)
+/// checked as ops of their own.
+#[test]
+fn sum_to_shape_and_embed_slice_pass_gradcheck_and_gradgradcheck() {
+    let mut rng = tensor::Rng::new(8);
+    let x = Tensor::<f64>::rand_normal(&[3, 2, 4], 0.0, 1.0, &mut rng).unwrap();
+    let s = Tensor::<f64>::rand_normal(&[2, 2], 0.0, 1.0, &mut rng).unwrap();
+    let sum = |v: &[Var<f64>]| v[0].sum_to_shape(&[2, 1])?.square();
+    let embed = |v: &[Var<f64>]| v[0].embed_slice(&[2, 5], 1, 1, 3)?.tanh();
+    for (name, f, input) in [
+        (
+            "sum_to_shape",
+            &sum as &dyn Fn(&[Var<f64>]) -> tensor::Result<Var<f64>>,
+            x,
+        ),
+        ("embed_slice", &embed, s),
+    ] {
+        let inputs = std::slice::from_ref(&input);
+        let r = gradcheck(f, inputs, &opts());
+        assert!(r.is_ok(), "{name}: {r:?}");
+        let r = gradgradcheck(f, inputs, &opts());
+        assert!(r.is_ok(), "{name} second order: {r:?}");
+    }
+}
+
+/// The registry test: every op name the tape can record (each `record("name", …)`
+/// in autograd's source) is called by name in a test that runs gradcheck or
+/// gradgradcheck (or in the case tables of `tests/common` they iterate), so a new op
+/// cannot land without its checks. A textual check: it sees a call `.name(` /
+/// `::name(` or a table entry `"name"` in those files.
+#[test]
+fn every_recorded_op_is_named_in_a_gradcheck_test() {
+    fn files(dir: &std::path::Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(std::fs::read_to_string(&p).unwrap());
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (mut src, mut tests, mut tables) = (Vec::new(), Vec::new(), Vec::new());
+    files(&root.join("src"), &mut src);
+    files(&root.join("tests"), &mut tests);
+    // The case tables the gradcheck tests iterate over.
+    files(&root.join("tests/common"), &mut tables);
+    let mut ops: Vec<&str> = Vec::new();
+    for text in &src {
+        for piece in text.split("record(").skip(1) {
+            let piece = piece.trim_start();
+            if let Some(rest) = piece.strip_prefix('"') {
+                ops.push(rest.split('"').next().unwrap());
+            }
+        }
+    }
+    ops.sort();
+    ops.dedup();
+    assert!(ops.len() > 60, "found only {} recorded ops", ops.len());
+    let checked: String = tests
+        .iter()
+        .filter(|t| t.contains("gradcheck(") || t.contains("gradgradcheck("))
+        .chain(&tables)
+        .cloned()
+        .collect();
+    let missing: Vec<&&str> = ops
+        .iter()
+        .filter(|op| {
+            ![format!(".{op}("), format!("::{op}("), format!("\"{op}\"")]
+                .iter()
+                .any(|p| checked.contains(p.as_str()))
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "ops without a gradcheck test: {missing:?}"
+    );
+}

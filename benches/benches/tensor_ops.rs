@@ -8,6 +8,7 @@
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::time::Duration;
+use tensor::kernels::{Kernels, MatRef};
 use tensor::{Rng, Tensor};
 
 fn pool(threads: usize) -> rayon::ThreadPool {
@@ -18,7 +19,7 @@ fn pool(threads: usize) -> rayon::ThreadPool {
 }
 
 macro_rules! matmul_group {
-    ($fn_name:ident, $t:ty, $gemm:path, $label:expr) => {
+    ($fn_name:ident, $t:ty, $label:expr) => {
         fn $fn_name(c: &mut Criterion) {
             let mut g = c.benchmark_group(concat!("matmul_", $label));
             g.sample_size(10).measurement_time(Duration::from_secs(3));
@@ -39,25 +40,17 @@ macro_rules! matmul_group {
                 let mut out = vec![0.0 as $t; n * n];
                 g.bench_with_input(BenchmarkId::new("raw_matrixmultiply", n), &n, |bch, _| {
                     bch.iter(|| {
-                        // SAFETY: all three buffers hold n×n row-major elements.
-                        unsafe {
-                            $gemm(
-                                n,
-                                n,
-                                n,
-                                1.0,
-                                sa.as_ptr(),
-                                n as isize,
-                                1,
-                                sb.as_ptr(),
-                                n as isize,
-                                1,
-                                0.0,
-                                out.as_mut_ptr(),
-                                n as isize,
-                                1,
-                            )
+                        // The engine's bounds-checked bridge straight to
+                        // matrixmultiply: one thread, no tensor bookkeeping.
+                        let view = |data| MatRef {
+                            data,
+                            offset: 0,
+                            rows: n,
+                            cols: n,
+                            row_stride: n as isize,
+                            col_stride: 1,
                         };
+                        <$t as Kernels>::gemm(view(sa), view(sb), &mut out, n);
                         black_box(&out);
                     })
                 });
@@ -67,8 +60,8 @@ macro_rules! matmul_group {
     };
 }
 
-matmul_group!(matmul_f32, f32, matrixmultiply::sgemm, "f32");
-matmul_group!(matmul_f64, f64, matrixmultiply::dgemm, "f64");
+matmul_group!(matmul_f32, f32, "f32");
+matmul_group!(matmul_f64, f64, "f64");
 
 fn batched_matmul(c: &mut Criterion) {
     let mut g = c.benchmark_group("batched_matmul_64x64");

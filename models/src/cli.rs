@@ -1,5 +1,6 @@
 //! Command-line options shared by every experiment.
 
+use crate::report::RunDir;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use tensor::{Error, Result};
@@ -22,6 +23,8 @@ pub struct RunConfig {
     /// No progress lines on stderr.
     pub quiet: bool,
     extra: BTreeMap<String, String>,
+    /// The run folder the runner created before training, with its experiment.
+    prepared: Option<(String, RunDir)>,
 }
 
 impl Default for RunConfig {
@@ -35,6 +38,7 @@ impl Default for RunConfig {
             data: None,
             quiet: false,
             extra: BTreeMap::new(),
+            prepared: None,
         }
     }
 }
@@ -168,9 +172,50 @@ impl RunConfig {
     }
 
     /// The seeds to run: `--seeds`, else `quick` or `full` by setting.
-    pub fn seed_list(&self, quick: usize, full: usize) -> Vec<u64> {
+    /// Seeds past `u64::MAX` are an error, not a silent wrap to 0.
+    pub fn seed_list(&self, quick: usize, full: usize) -> Result<Vec<u64>> {
         let n = self.seeds.unwrap_or(if self.quick { quick } else { full });
-        (0..n as u64).map(|i| self.seed + i).collect()
+        (0..n as u64)
+            .map(|i| {
+                self.seed.checked_add(i).ok_or_else(|| {
+                    Error::value(
+                        "models",
+                        format!(
+                            "--seed {} with {n} seeds runs past the largest seed, {}",
+                            self.seed,
+                            u64::MAX
+                        ),
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// A copy of these options whose run folder for `experiment` is created now,
+    /// before any training: an unwritable `--out` fails in the first second, and
+    /// the folder's name is taken before the run starts.
+    pub fn prepare_run_dir(&self, experiment: &str) -> Result<RunConfig> {
+        let dir = RunDir::create(&self.out, experiment, &self.run_id())?;
+        Ok(RunConfig {
+            prepared: Some((experiment.to_string(), dir)),
+            ..self.clone()
+        })
+    }
+
+    /// The folder an experiment writes its results to: the one prepared for it
+    /// (see [`RunConfig::prepare_run_dir`]), or a new one for a caller that did not
+    /// prepare it.
+    pub fn run_dir(&self, experiment: &str) -> Result<RunDir> {
+        match &self.prepared {
+            Some((name, dir)) if name == experiment => Ok(dir.clone()),
+            _ => RunDir::create(&self.out, experiment, &self.run_id()),
+        }
+    }
+
+    /// The prepared run folder, if any (the runner removes it when the run fails
+    /// before writing anything).
+    pub fn prepared_dir(&self) -> Option<&RunDir> {
+        self.prepared.as_ref().map(|(_, d)| d)
     }
 
     /// The run identifier: UTC time, seed and setting.

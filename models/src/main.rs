@@ -2,7 +2,7 @@
 #![forbid(unsafe_code)]
 
 use models::cli::RunConfig;
-use models::experiments::{demo, registry};
+use models::experiments::{demo, registry, run_experiment};
 
 const COMMON: &str = "common options: --seed N  --seeds N  --threads N  --quick  --out DIR (runs)  --data DIR  --quiet";
 
@@ -50,7 +50,7 @@ fn dispatch(name: &str, cfg: &RunConfig) -> tensor::Result<()> {
                         format!("unknown experiment '{name}'; run `models list`"),
                     )
                 })?;
-            for table in (e.run)(cfg)? {
+            for table in run_experiment(&e, cfg)? {
                 println!("{}", table.render());
             }
         }

@@ -68,7 +68,21 @@ fn options_are_parsed_and_checked() {
         .unwrap_err()
         .to_string()
         .contains("no option --epochs"));
-    assert_eq!(cfg.seed_list(2, 5), vec![3, 4]);
+    assert_eq!(cfg.seed_list(2, 5).unwrap(), vec![3, 4]);
+    // The last seeds a u64 holds run; one past it is an error, not a wrap to 0.
+    let top = |n: &str| {
+        let a: Vec<String> = ["--seed", "18446744073709551613", "--seeds", n]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        RunConfig::parse(&a).unwrap().seed_list(1, 1)
+    };
+    assert_eq!(
+        top("3").unwrap(),
+        vec![u64::MAX - 2, u64::MAX - 1, u64::MAX]
+    );
+    let e = top("4").err().unwrap().to_string();
+    assert!(e.contains("past the largest seed"), "{e}");
     for bad in [
         &["--seed"][..],
         &["--seed", "x"],
@@ -258,5 +272,54 @@ fn run_folders_are_never_reused() {
     let blocked = out.join("file");
     std::fs::write(&blocked, b"x").unwrap();
     assert!(models::report::RunDir::create(&blocked, "exp", "id").is_err());
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+/// The runner creates the run folder before the experiment starts: an unwritable
+/// `--out` is an error before any training, a run that fails before writing
+/// leaves no empty folder, and the experiment writes into the prepared folder.
+#[test]
+fn the_run_folder_exists_before_training_and_failed_runs_leave_none() {
+    let out = std::env::temp_dir().join(format!("runner-prepared-{}", std::process::id()));
+    std::fs::create_dir_all(&out).unwrap();
+    let blocked = out.join("a-file");
+    std::fs::write(&blocked, b"x").unwrap();
+    let exp = models::experiments::registry()
+        .into_iter()
+        .find(|e| e.name == "diabetes")
+        .unwrap();
+    let args = |extra: &[&str]| {
+        let mut v: Vec<String> = ["--quick", "--quiet", "--out"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        v.push(out.display().to_string());
+        v.extend(extra.iter().map(|s| s.to_string()));
+        RunConfig::parse(&v).unwrap()
+    };
+    // Unwritable --out: fails at once (a full diabetes run takes seconds, this
+    // must not train at all: the error names the path).
+    let mut cfg = args(&[]);
+    cfg.out = blocked.clone();
+    let start = std::time::Instant::now();
+    let e = models::experiments::run_experiment(&exp, &cfg)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("a-file"), "{e}");
+    assert!(start.elapsed().as_secs_f64() < 0.5);
+    // A run that fails on its options leaves no folder.
+    let e = models::experiments::run_experiment(&exp, &args(&["--batch", "0"]))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("batch"), "{e}");
+    let left = std::fs::read_dir(out.join("diabetes")).unwrap().count();
+    assert_eq!(left, 0, "a failed run left a folder");
+    // The prepared folder is the one the experiment uses.
+    let cfg = args(&[]).prepare_run_dir("diabetes").unwrap();
+    let dir = cfg.prepared_dir().unwrap().path.clone();
+    assert_eq!(cfg.run_dir("diabetes").unwrap().path, dir);
+    assert_ne!(cfg.run_dir("digits").unwrap().path, dir);
     std::fs::remove_dir_all(&out).unwrap();
 }

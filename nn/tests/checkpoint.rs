@@ -202,6 +202,11 @@ fn every_malformed_file_is_rejected_with_its_error() {
             "appears twice",
         ),
         (
+            "duplicate metadata key",
+            raw(r#"{"__metadata__":{"a":"1","a":"2"}}"#, 0),
+            "metadata key 'a' appears twice",
+        ),
+        (
             "metadata not strings",
             raw(r#"{"__metadata__":{"a":1}}"#, 0),
             "not a string",
@@ -345,4 +350,12 @@ fn concurrent_saves_of_one_path_both_succeed_whole() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_repeated_metadata_key_is_not_written() {
+    let mut ck = sample();
+    ck.metadata.push(("step".into(), "8".into()));
+    let e = to_bytes(&ck).err().unwrap().to_string();
+    assert!(e.contains("metadata key 'step' is repeated"), "{e}");
 }

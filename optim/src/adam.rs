@@ -1,7 +1,8 @@
 //! Adam and AdamW.
 
 use crate::optimizer::{
-    buffer_state, check_lr, check_range, load_buffers, update_chunks, Optimizer, OptimizerState,
+    buffer_state, check_lr, check_range, load_buffers, reject_unknown_buffers, update_chunks,
+    Optimizer, OptimizerState,
 };
 use nn::{Param, ParamGrads};
 use tensor::{Element, Error, Result, Tensor};
@@ -194,9 +195,20 @@ impl<T: Element> Optimizer<T> for Adam<T> {
     }
 
     fn load_state(&mut self, state: &OptimizerState<T>) -> Result<()> {
+        reject_unknown_buffers(&["m", "v"], &self.params, state)?;
         let m = load_buffers("m", &self.params, state)?;
         let v = load_buffers("v", &self.params, state)?;
         let step: u64 = state.scalar("step")?;
+        let stepped = m.iter().chain(&v).filter(|b| b.is_some()).count();
+        let expected = if step == 0 { 0 } else { 2 * self.params.len() };
+        if stepped != expected {
+            return Err(Error::format(
+                "optimizer state",
+                format!(
+                    "Adam state at step {step} holds {stepped} of the {expected} moment buffers it needs"
+                ),
+            ));
+        }
         let lr = check_lr("Adam::load_state", state.scalar("lr")?)?;
         self.m = m;
         self.v = v;

@@ -96,13 +96,15 @@ pub(crate) fn buffer_state<T: Element>(
         .collect()
 }
 
-/// Reads back what [`buffer_state`] saved, checking shapes.
+/// Reads back what [`buffer_state`] saved, checking shapes. Buffers are created for
+/// every parameter at the first step, so a state holds all of a prefix's buffers
+/// or none ("never stepped"): a partial set is an error naming the missing ones.
 pub(crate) fn load_buffers<T: Element>(
     prefix: &str,
     params: &[Param<T>],
     state: &OptimizerState<T>,
 ) -> Result<Vec<Option<Tensor<T>>>> {
-    params
+    let buffers = params
         .iter()
         .map(|p| match state.tensor(&format!("{prefix}.{}", p.name())) {
             Some(t) if t.shape() == p.shape().as_slice() => Ok(Some(t.clone())),
@@ -117,7 +119,58 @@ pub(crate) fn load_buffers<T: Element>(
             )),
             None => Ok(None),
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    let missing: Vec<String> = params
+        .iter()
+        .zip(&buffers)
+        .filter(|(_, b)| b.is_none())
+        .map(|(p, _)| format!("{prefix}.{}", p.name()))
+        .collect();
+    if !missing.is_empty() && missing.len() < params.len() {
+        return Err(Error::format(
+            "optimizer state",
+            format!(
+                "partial state: {} of {} '{prefix}' buffers are missing ({})",
+                missing.len(),
+                params.len(),
+                missing.join(", ")
+            ),
+        ));
+    }
+    Ok(buffers)
+}
+
+/// Refuses tensors in `state` that no buffer of `prefixes` × `params` explains (a
+/// state saved for another model or optimiser), naming them.
+pub(crate) fn reject_unknown_buffers<T: Element>(
+    prefixes: &[&str],
+    params: &[Param<T>],
+    state: &OptimizerState<T>,
+) -> Result<()> {
+    let known = |name: &str| {
+        prefixes.iter().any(|prefix| {
+            params
+                .iter()
+                .any(|p| name == format!("{prefix}.{}", p.name()))
+        })
+    };
+    let extra: Vec<&str> = state
+        .tensors
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .filter(|n| !known(n))
+        .collect();
+    if extra.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::format(
+            "optimizer state",
+            format!(
+                "buffers that match no parameter of this optimiser: {}",
+                extra.join(", ")
+            ),
+        ))
+    }
 }
 
 /// Runs an update kernel over aligned contiguous chunks of a parameter, its

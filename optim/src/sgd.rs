@@ -2,7 +2,8 @@
 //! (PyTorch's formulation).
 
 use crate::optimizer::{
-    buffer_state, check_lr, check_range, load_buffers, update_chunks, Optimizer, OptimizerState,
+    buffer_state, check_lr, check_range, load_buffers, reject_unknown_buffers, update_chunks,
+    Optimizer, OptimizerState,
 };
 use nn::{Param, ParamGrads};
 use tensor::{Element, Error, Result, Tensor};
@@ -158,6 +159,7 @@ impl<T: Element> Optimizer<T> for Sgd<T> {
     }
 
     fn load_state(&mut self, state: &OptimizerState<T>) -> Result<()> {
+        reject_unknown_buffers(&["momentum"], &self.params, state)?;
         let momentum = load_buffers("momentum", &self.params, state)?;
         let lr = check_lr("Sgd::load_state", state.scalar("lr")?)?;
         self.momentum = momentum;

@@ -124,3 +124,31 @@ fn a_corrupt_state_file_changes_nothing() {
     assert_eq!(other.opt.steps(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A training state with one Adam moment removed, or with a buffer no parameter
+/// explains, is refused with the buffers named (it used to load, treating the
+/// missing moment as "never stepped", and the resumed run silently diverged).
+#[test]
+fn partial_or_foreign_optimizer_states_are_refused() {
+    let mut run = fresh();
+    steps(&mut run, 3);
+    let full = run.opt.state();
+    let mut missing = full.clone();
+    let dropped = missing.tensors.remove(1).0;
+    let e = fresh().opt.load_state(&missing).err().unwrap().to_string();
+    assert!(e.contains(&dropped) && e.contains("missing"), "{e}");
+    // A whole prefix gone at step 3 is refused too (the moments exist after a step).
+    let mut no_v = full.clone();
+    no_v.tensors.retain(|(n, _)| !n.starts_with("v."));
+    let e = fresh().opt.load_state(&no_v).err().unwrap().to_string();
+    assert!(e.contains("step 3"), "{e}");
+    let mut extra = full.clone();
+    extra
+        .tensors
+        .push(("m.mlp.9.weight".into(), Tensor::zeros(&[2, 2]).unwrap()));
+    let e = fresh().opt.load_state(&extra).err().unwrap().to_string();
+    assert!(e.contains("m.mlp.9.weight"), "{e}");
+    // The intact state and a never-stepped one both load.
+    fresh().opt.load_state(&full).unwrap();
+    fresh().opt.load_state(&fresh().opt.state()).unwrap();
+}

@@ -25,9 +25,10 @@ pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
     strides
 }
 
-/// The number of elements of `shape`, or an error naming `op` if it overflows.
+/// The number of elements of `shape`, or an error naming `op` and the shape if it
+/// overflows or exceeds the allocation cap ([`crate::limits::max_elements`]).
 pub fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
-    shape
+    let n = shape
         .iter()
         .try_fold(1usize, |acc, &d| acc.checked_mul(d))
         .filter(|&n| n <= isize::MAX as usize)
@@ -36,7 +37,18 @@ pub fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
                 op,
                 format!("shape {} has too many elements", fmt_shape(shape)),
             )
-        })
+        })?;
+    let cap = crate::limits::max_elements();
+    if n > cap {
+        return Err(Error::value(
+            op,
+            format!(
+                "shape {} has {n} elements, over the allocation cap of {cap} (tensor::limits::set_max_elements)",
+                fmt_shape(shape)
+            ),
+        ));
+    }
+    Ok(n)
 }
 
 /// NumPy broadcasting of two shapes: align on the right; each pair of sizes must be

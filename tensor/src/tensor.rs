@@ -63,7 +63,15 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
 
     /// Wraps new contiguous storage whose length the caller guarantees matches `shape`.
     pub(crate) fn from_contiguous(data: Vec<T>, shape: &[usize]) -> Self {
-        debug_assert_eq!(data.len(), shape.iter().product::<usize>());
+        // An internal invariant, checked in release too: a mismatch (or an
+        // overflowing product) would make every later read wrong.
+        let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+        assert_eq!(
+            n,
+            Some(data.len()),
+            "from_contiguous: {} elements for shape {shape:?}",
+            data.len()
+        );
         Tensor {
             data: Arc::new(Storage::new(data)),
             layout: Layout::contiguous_unchecked(shape),

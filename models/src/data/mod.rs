@@ -7,9 +7,11 @@ pub mod cifar;
 pub mod csv;
 pub mod dataset;
 pub mod demand;
+pub mod gaussian;
 pub mod idx;
 pub mod mixture;
 pub mod molecules;
+pub mod tabular;
 pub mod toy;
 
 pub use dataset::{Dataset, Standardizer, Targets};

@@ -3,7 +3,7 @@
 
 use crate::cli::RunConfig;
 use crate::data::{builtin, Dataset, Standardizer, Targets};
-use crate::report::{mean_std, Metrics, RunDir, Table};
+use crate::report::{mean_std, Metrics, Table};
 use crate::train::{batch_x, fit, FitSettings, OptimizerKind};
 use autograd::Var;
 use nn::{loss, Activation, Mlp, Module, ParamStore};
@@ -51,7 +51,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let batch = cfg.opt_positive("batch", 32)?;
     let hidden = cfg.opt_positive("hidden", 32)?;
     let (train, test, ys) = split()?;
-    let seeds = cfg.seed_list(2, 5);
+    let seeds = cfg.seed_list(2, 5)?;
     let mut metrics = Metrics::default();
     let mut table = Table::new(
         &format!(
@@ -134,7 +134,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             mean_std(&secs, 2),
         ]);
     }
-    let dir = RunDir::create(&cfg.out, "diabetes", &cfg.run_id())?;
+    let dir = cfg.run_dir("diabetes")?;
     dir.write_metrics(
         "diabetes: MLP regression",
         &metrics,

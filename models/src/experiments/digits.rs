@@ -5,7 +5,7 @@
 use super::images::{self, ImageSet};
 use crate::cli::RunConfig;
 use crate::data::{builtin, Dataset};
-use crate::report::{mean_std, Metrics, RunDir, Table};
+use crate::report::{mean_std, Metrics, Table};
 use crate::train::{batch_x, fit, FitSettings, OptimizerKind};
 use autograd::Var;
 use nn::{loss, Activation, Mlp, Module, ParamStore};
@@ -161,7 +161,7 @@ fn run_on(
         (sgd, LossKind::Squared),
         (adam, LossKind::Squared),
     ];
-    let seeds = cfg.seed_list(2, 5);
+    let seeds = cfg.seed_list(2, 5)?;
     let mut metrics = Metrics::default();
     let mut table = Table::new(
         &format!(
@@ -219,7 +219,7 @@ fn run_on(
             mean_std(&secs, 2),
         ]);
     }
-    let dir = RunDir::create(&cfg.out, name, &cfg.run_id())?;
+    let dir = cfg.run_dir(name)?;
     dir.write_metrics(
         &format!("{name}: MLP classifier"),
         &metrics,

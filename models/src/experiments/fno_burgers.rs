@@ -16,7 +16,7 @@
 use crate::cli::RunConfig;
 use crate::data::burgers::cache::{load_or_generate, Source};
 use crate::data::burgers::{convergence_check, BurgersConfig};
-use crate::report::{mean_std, progress::Progress, Metrics, RunDir, Table};
+use crate::report::{mean_std, progress::Progress, Metrics, Table};
 use autograd::{backward, no_grad, Var};
 use nn::checkpoint::{AnyTensor, NamedTensors};
 use nn::{loss, Fno, FnoConfig, Module, ParamGrads, ParamStore};
@@ -465,7 +465,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let fitting = as_pairs(0..n_train - n_val)?;
     let validation = as_pairs(n_train - n_val..n_train)?;
     let test = as_pairs(n_train..n_train + n_test)?;
-    let seeds = cfg.seed_list(3, 3);
+    let seeds = cfg.seed_list(3, 3)?;
     let mut metrics = Metrics::default();
     let setting = format!(
         "Burgers ν = {}, T = 1, {points} points (solver {} points, dt {:e}; re-solved at twice both resolutions, 4 functions differ by {convergence:.1e} of max |u|); FNO width {}, {} modes, {} layers, head over {} features + bias; {} steps at every batch size, rate halved 5 times",
@@ -594,7 +594,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         row.push(seconds.join(" / "));
         table.row(row);
     }
-    let dir = RunDir::create(&cfg.out, "fno-burgers", &cfg.run_id())?;
+    let dir = cfg.run_dir("fno-burgers")?;
     dir.write_metrics(
         "fno-burgers",
         &metrics,

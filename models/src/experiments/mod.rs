@@ -124,6 +124,13 @@ pub fn registry() -> Vec<Experiment> {
             run: lift::latent::run,
         },
         Experiment {
+            name: "lift-flow-tabular",
+            about: "21-D convex potential flow (exact 21×21 log-det) on HEPMASS with MAF's preprocessing (--data DIR) or a built-in stand-in with exact entropy: PGD vs softplus vs the lift (test NLL)",
+            in_demo: false,
+            options: lift::tabular::OPTIONS,
+            run: lift::tabular::run,
+        },
+        Experiment {
             name: "llqr-sam",
             about: "MNIST MLP or CNN: SGD, SAM, F-SAM, Fisher-SAM, LLQR, LLQR+SAM and LLQR+F-SAM at 0-80 % label noise, with U's spread and cost per step",
             in_demo: true,
@@ -154,6 +161,21 @@ pub fn registry() -> Vec<Experiment> {
     ]
 }
 
+/// Runs one experiment with its run folder created first (an unwritable `--out`
+/// fails before any training); a run that fails before writing anything leaves no
+/// empty folder behind.
+pub fn run_experiment(e: &Experiment, cfg: &RunConfig) -> Result<Vec<Table>> {
+    let cfg = cfg.prepare_run_dir(e.name)?;
+    let out = (e.run)(&cfg);
+    if out.is_err() {
+        if let Some(dir) = cfg.prepared_dir() {
+            // Succeeds only on an empty folder: partial results are kept.
+            let _ = std::fs::remove_dir(&dir.path);
+        }
+    }
+    out
+}
+
 /// Runs the quick setting of every demo experiment, one after another.
 pub fn demo(cfg: &RunConfig) -> Result<Vec<Table>> {
     cfg.check_known("demo", &[])?;
@@ -162,7 +184,7 @@ pub fn demo(cfg: &RunConfig) -> Result<Vec<Table>> {
     let mut tables = Vec::new();
     for e in registry().into_iter().filter(|e| e.in_demo) {
         eprintln!("== {}: {}", e.name, e.about);
-        let t = (e.run)(&quick)?;
+        let t = run_experiment(&e, &quick)?;
         for table in &t {
             println!("{}", table.render());
         }

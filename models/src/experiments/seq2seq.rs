@@ -7,7 +7,7 @@
 
 use crate::cli::RunConfig;
 use crate::experiments::llqr_sam::{preconditioning_batch, Hyper, Method, Stepper};
-use crate::report::{progress::Progress, Metrics, RunDir, Table};
+use crate::report::{progress::Progress, Metrics, Table};
 use crate::text::bleu::{corpus_bleu, tokenize_13a};
 use crate::text::synthetic;
 use crate::text::vocab::{Vocab, BOS, EOS, PAD};
@@ -454,7 +454,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         ));
     }
     let beam: usize = cfg.opt("beam", 4)?;
-    let seeds = cfg.seed_list(1, 3);
+    let seeds = cfg.seed_list(1, 3)?;
     let mut table = Table::new(
         &format!(
             "seq2seq: Transformer ({}-norm, d {dim}, {} heads, {layers}+{layers} layers, tied embeddings) on {} ({} train / {} test pairs, vocabulary {}), {} epochs, batch {}, inverse-sqrt warm-up {}; corpus BLEU (sacreBLEU default definition); {} seed(s)",
@@ -507,7 +507,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             }
         }
     }
-    let dir = RunDir::create(&cfg.out, "seq2seq", &cfg.run_id())?;
+    let dir = cfg.run_dir("seq2seq")?;
     dir.write_metrics(
         "seq2seq: training loss by epoch",
         &metrics,

@@ -146,6 +146,13 @@ pub fn to_bytes(ckpt: &Checkpoint) -> Result<Vec<u8>> {
         }
         first = false;
     };
+    let mut keys = std::collections::HashSet::new();
+    if let Some((k, _)) = ckpt.metadata.iter().find(|(k, _)| !keys.insert(k.as_str())) {
+        return Err(Error::value(
+            "checkpoint",
+            format!("metadata key '{k}' is repeated (JSON readers keep one of the two values)"),
+        ));
+    }
     if !ckpt.metadata.is_empty() {
         sep(&mut header);
         header.push_str("\"__metadata__\":{");
@@ -347,7 +354,11 @@ pub fn from_bytes(bytes: &[u8], limits: &Limits) -> Result<Checkpoint> {
             let Json::Object(meta) = v else {
                 return Err(bad("__metadata__ is not an object"));
             };
+            let mut keys = std::collections::HashSet::new();
             for (k, val) in meta {
+                if !keys.insert(k.as_str()) {
+                    return Err(bad(format!("metadata key '{k}' appears twice")));
+                }
                 match val {
                     Json::String(s) => ckpt.metadata.push((k.clone(), s.clone())),
                     other => {

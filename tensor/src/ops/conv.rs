@@ -18,6 +18,7 @@
 use crate::element::Element;
 use crate::error::{fmt_shape, Error, Result};
 use crate::kernels::MatRef;
+use crate::layout::checked_numel;
 use crate::ops::matmul::gemm_parallel;
 use crate::parallel;
 use crate::tensor::Tensor;
@@ -117,9 +118,31 @@ impl Geometry {
                 ),
             ));
         }
-        let span = |k: usize, dil: usize| (k.max(1) - 1) * dil + 1;
-        let (eh, ew) = (h + 2 * spec.padding.0, w + 2 * spec.padding.1);
-        if kh == 0 || kw == 0 || span(kh, d.0) > eh || span(kw, d.1) > ew {
+        // Checked: a huge padding, dilation or kernel is an error, never a wrapped size.
+        let too_large = || {
+            Error::value(
+                op,
+                format!(
+                    "input {}, weight {} and {spec:?} give sizes that overflow",
+                    fmt_shape(input),
+                    fmt_shape(weight)
+                ),
+            )
+        };
+        let span = |k: usize, dil: usize| {
+            (k.max(1) - 1)
+                .checked_mul(dil)
+                .and_then(|v| v.checked_add(1))
+                .ok_or_else(too_large)
+        };
+        let padded = |x: usize, p: usize| {
+            p.checked_mul(2)
+                .and_then(|p2| x.checked_add(p2))
+                .ok_or_else(too_large)
+        };
+        let (eh, ew) = (padded(h, spec.padding.0)?, padded(w, spec.padding.1)?);
+        let (sh, sw) = (span(kh, d.0)?, span(kw, d.1)?);
+        if kh == 0 || kw == 0 || sh > eh || sw > ew {
             return Err(Error::shape(
                 op,
                 format!(
@@ -128,7 +151,7 @@ impl Geometry {
                 ),
             ));
         }
-        Ok(Geometry {
+        let geo = Geometry {
             n,
             cin,
             h,
@@ -136,10 +159,14 @@ impl Geometry {
             cout,
             kh,
             kw,
-            ho: (eh - span(kh, d.0)) / s.0 + 1,
-            wo: (ew - span(kw, d.1)) / s.1 + 1,
+            ho: (eh - sh) / s.0 + 1,
+            wo: (ew - sw) / s.1 + 1,
             spec,
-        })
+        };
+        // The output and one image's patch matrix must be allocatable.
+        checked_numel(op, &geo.out_shape())?;
+        checked_numel(op, &[cin_g, kh, kw, geo.ho, geo.wo])?;
+        Ok(geo)
     }
 
     fn groups(&self) -> usize {

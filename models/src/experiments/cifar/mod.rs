@@ -12,7 +12,7 @@ pub mod network;
 use crate::cli::RunConfig;
 use crate::experiments::images::ImageSet;
 use crate::experiments::llqr_sam::{preconditioning_batch, Hyper, Method, Spread, Stepper};
-use crate::report::{mean_std, progress::Progress, Metrics, RunDir, Table};
+use crate::report::{mean_std, progress::Progress, Metrics, Table};
 use crate::train::batch_x;
 use autograd::{no_grad, Var};
 use data::{one_hot, Images};
@@ -629,7 +629,7 @@ pub fn run_with(cfg: &RunConfig, defaults: &Defaults) -> Result<Vec<Table>> {
             "--epochs and --batch must be positive",
         ));
     }
-    let seeds = cfg.seed_list(1, 3);
+    let seeds = cfg.seed_list(1, 3)?;
     let mut table = Table::new(
         &format!(
             "{name}: {net} on {src} ({train} train / {test} test), {e} epochs, batch {b}, {aug}, weight decay {wd}; {n} seed(s); test accuracy after the last epoch",
@@ -683,7 +683,7 @@ pub fn run_with(cfg: &RunConfig, defaults: &Defaults) -> Result<Vec<Table>> {
             spread.map_or("—".into(), Spread::cell),
         ]);
     }
-    let dir = RunDir::create(&cfg.out, name, &cfg.run_id())?;
+    let dir = cfg.run_dir(name)?;
     dir.write_metrics(
         &format!("{name}: training loss and test accuracy by epoch"),
         &metrics,

@@ -7,7 +7,7 @@
 use super::{run_arm, Method, Settings};
 use crate::cli::RunConfig;
 use crate::data::mixture::{gaussian_mixture, Mixture};
-use crate::report::{mean_std, Metrics, RunDir, Table};
+use crate::report::{mean_std, Metrics, Table};
 use tensor::{Error, Result, Tensor};
 
 /// Options of this experiment.
@@ -66,7 +66,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         Method::Adam,
         Method::Proximal,
     ];
-    let seeds = cfg.seed_list(3, 3);
+    let seeds = cfg.seed_list(3, 3)?;
     let mut headers = vec!["method".to_string()];
     headers.extend(counts.iter().map(|k| format!("{k} classes")));
     let header_refs: Vec<&str> = headers.iter().map(String::as_str).collect();
@@ -133,7 +133,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     for row in rows {
         table.row(row);
     }
-    let dir = RunDir::create(&cfg.out, "closed-form-classes", &cfg.run_id())?;
+    let dir = cfg.run_dir("closed-form-classes")?;
     dir.write_metrics(
         "closed-form-classes: test accuracy by step",
         &metrics,

@@ -5,7 +5,7 @@
 use super::{selection_grids, sweep, validation_split, Method, Selection, Settings, Task};
 use crate::cli::RunConfig;
 use crate::experiments::images::{self, ImageSet};
-use crate::report::{Metrics, RunDir, Table};
+use crate::report::{Metrics, Table};
 use tensor::{Result, Tensor};
 
 /// Options of this experiment.
@@ -112,14 +112,14 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         &task,
         Some(&selection),
         &batches,
-        &cfg.seed_list(3, 5),
+        &cfg.seed_list(3, 5)?,
         &s,
         "accuracy (%)",
         2,
         &mut metrics,
         &mut model,
     )?;
-    let dir = RunDir::create(&cfg.out, "closed-form-classification", &cfg.run_id())?;
+    let dir = cfg.run_dir("closed-form-classification")?;
     dir.write_metrics(
         "closed-form classification: test accuracy by step",
         &metrics,

@@ -38,7 +38,7 @@
 
 use crate::cli::RunConfig;
 use crate::data::demand::{self, Demand};
-use crate::report::{mean_std, Metrics, RunDir, Table};
+use crate::report::{mean_std, Metrics, Table};
 use autograd::{backward, Var};
 use nn::checkpoint::{AnyTensor, NamedTensors};
 use nn::{Activation, BatchNorm, Linear, Module, ParamGrads, ParamStore, Sequential};
@@ -648,7 +648,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             format!("--pulls need finite values > 0, got {pulls:?}"),
         ));
     }
-    let seeds = cfg.seed_list(3, 5);
+    let seeds = cfg.seed_list(3, 5)?;
     let test = demand::test_grid()?;
     let arms = [
         (Heads::Ridge, false, "per-batch ridge, no refit"),
@@ -767,7 +767,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             &pulls, &batches, samples, rho, epochs, lambda, seeds[0], &test, cfg.quiet,
         )?);
     }
-    let dir = RunDir::create(&cfg.out, "dfiv", &cfg.run_id())?;
+    let dir = cfg.run_dir("dfiv")?;
     dir.write_metrics(
         "dfiv: structural test MSE (no refit) by epoch",
         &metrics,

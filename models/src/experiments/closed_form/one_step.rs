@@ -11,7 +11,7 @@
 
 use super::regression::molecule_data;
 use crate::cli::RunConfig;
-use crate::report::{mean_std, svg, RunDir, Table};
+use crate::report::{mean_std, svg, Table};
 use autograd::{no_grad, Var};
 use nn::{Activation, Mlp, Module, ParamStore};
 use optim::closed_form::{ridge_solution, SolveForm};
@@ -171,7 +171,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     }
     let (train, _, _) = molecule_data(molecules)?;
     let y = train.values()?.clone();
-    let seeds = cfg.seed_list(3, 3);
+    let seeds = cfg.seed_list(3, 3)?;
     let mut table = Table::new(
         &format!(
             "closed-form-one-step: one closed-form step vs one gradient step at the best step size, from W₀ = 0, frozen random backbone, {} molecules, β = {beta}, {} seeds (mean ± std; losses are the mean squared error of standardised energies + β‖W‖²)",
@@ -250,7 +250,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             },
         ],
     };
-    let dir = RunDir::create(&cfg.out, "closed-form-one-step", &cfg.run_id())?;
+    let dir = cfg.run_dir("closed-form-one-step")?;
     dir.write_plot(
         "closed-form-one-step: one gradient step vs the condition number",
         &[panel],

@@ -6,7 +6,7 @@ use super::{selection_grids, sweep, validation_split, Method, Selection, Setting
 use crate::cli::RunConfig;
 use crate::data::{molecules, Dataset, Standardizer, Targets};
 use crate::experiments::diabetes;
-use crate::report::{Metrics, RunDir, Table};
+use crate::report::{Metrics, Table};
 use tensor::{Error, Result, Rng, Tensor};
 
 /// Options of this experiment.
@@ -63,7 +63,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         ));
     }
     let (lambdas, betas, lr_factors) = selection_grids(cfg)?;
-    let seeds = cfg.seed_list(3, 5);
+    let seeds = cfg.seed_list(3, 5)?;
     let methods = [Method::Sgd, Method::Adam, Method::Ridge, Method::Proximal];
     let mut metrics = Metrics::default();
     let mut model = Vec::new();
@@ -166,7 +166,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         model.extend(arms.into_iter().map(|(k, v)| (format!("{key}.{k}"), v)));
         tables.extend(found);
     }
-    let dir = RunDir::create(&cfg.out, "closed-form-regression", &cfg.run_id())?;
+    let dir = cfg.run_dir("closed-form-regression")?;
     dir.write_metrics(
         "closed-form regression: test MSE by step",
         &metrics,

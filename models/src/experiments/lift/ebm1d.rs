@@ -12,7 +12,7 @@ use super::{
 };
 use crate::cli::RunConfig;
 use crate::data::toy::Target1d;
-use crate::report::{mean_std, progress::Progress, Metrics, RunDir, Table};
+use crate::report::{mean_std, progress::Progress, Metrics, Table};
 use autograd::{no_grad, Var};
 use nn::checkpoint::NamedTensors;
 use optim::lift::{CrossCov, LiftConfig, LiftVariant};
@@ -216,7 +216,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let grid_n = cfg.opt_positive("grid", if cfg.quick { 400 } else { 2000 })?;
     let targets: Vec<String> =
         cfg.opt_list("targets", &["gumbel".to_string(), "laplace".to_string()])?;
-    let seeds = cfg.seed_list(2, 5);
+    let seeds = cfg.seed_list(2, 5)?;
     let mut metrics = Metrics::default();
     let mut model = Vec::new();
     let mut table = Table::new(
@@ -336,7 +336,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             }
         }
     }
-    let dir = RunDir::create(&cfg.out, "lift-ebm-1d", &cfg.run_id())?;
+    let dir = cfg.run_dir("lift-ebm-1d")?;
     dir.write_metrics(
         "lift-ebm-1d: total variation, NLL and shoulder occupancy over training",
         &metrics,

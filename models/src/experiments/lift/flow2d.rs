@@ -17,8 +17,9 @@
 
 use super::{cell_name, icnn_config, record_sigma, snapshots, Convention, Model, Strategy, PROBES};
 use crate::cli::RunConfig;
+use crate::data::gaussian::Gaussian;
 use crate::data::toy::Target2d;
-use crate::report::{mean_std, progress::Progress, svg, Metrics, RunDir, Table};
+use crate::report::{mean_std, progress::Progress, svg, Metrics, Table};
 use autograd::{grad, no_grad, Var};
 use nn::checkpoint::NamedTensors;
 use optim::lift::{CrossCov, LiftConfig, LiftVariant};
@@ -59,7 +60,11 @@ pub const OPTIONS: &[(&str, &str)] = &[
 /// The flow's map z = ∇F(x) `[n, 2]` of the potential
 /// F(x) = softplus(a)·ICNN(x) + softplus(c)·½‖x‖², differentiable (create-graph), with
 /// the leaf x it differentiates.
-fn gradient_map(m: &Model, w: &[Var<f64>], x: &Tensor<f64>) -> Result<(Var<f64>, Var<f64>)> {
+pub(super) fn gradient_map(
+    m: &Model,
+    w: &[Var<f64>],
+    x: &Tensor<f64>,
+) -> Result<(Var<f64>, Var<f64>)> {
     let xv = Var::leaf(x.clone());
     let scale = m.scalar("flow.scale")?.softplus()?;
     let quad = m.scalar("flow.quad")?.softplus()?;
@@ -114,29 +119,7 @@ fn log_density(m: &Model, w: &[Var<f64>], x: &Tensor<f64>) -> Result<Var<f64>> {
 /// The test NLL of the Gaussian with the target's mean and covariance (fitted on
 /// 20,000 samples): the plateau of a flow whose ICNN term stays flat.
 pub fn moment_matched_nll(target: Target2d, test: &Tensor<f64>) -> Result<f64> {
-    let fit = target.sample(20_000, &mut Rng::new(4242))?.to_vec();
-    let n = fit.len() / 2;
-    let mean = |j: usize| fit.iter().skip(j).step_by(2).sum::<f64>() / n as f64;
-    let (m0, m1) = (mean(0), mean(1));
-    let (mut c00, mut c01, mut c11) = (0.0, 0.0, 0.0);
-    for p in fit.chunks(2) {
-        let (a, b) = (p[0] - m0, p[1] - m1);
-        c00 += a * a;
-        c01 += a * b;
-        c11 += b * b;
-    }
-    let (c00, c01, c11) = (c00 / n as f64, c01 / n as f64, c11 / n as f64);
-    let det = c00 * c11 - c01 * c01;
-    let t = test.to_vec();
-    let total: f64 = t
-        .chunks(2)
-        .map(|p| {
-            let (a, b) = (p[0] - m0, p[1] - m1);
-            let quad = (c11 * a * a - 2.0 * c01 * a * b + c00 * b * b) / det;
-            0.5 * quad + 0.5 * det.ln() + (2.0 * std::f64::consts::PI).ln()
-        })
-        .sum();
-    Ok(total / (t.len() / 2) as f64)
+    Gaussian::fit(&target.sample(20_000, &mut Rng::new(4242))?)?.nll(test)
 }
 
 /// A seed counts as off the plateau when its test NLL is this many nats below the
@@ -328,7 +311,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     )?;
     let probe_every: usize = cfg.opt("probe-every", if cfg.quick { 0 } else { iterations / 10 })?;
     let control = cfg.opt("control", !cfg.quick)?;
-    let seeds = cfg.seed_list(3, 10);
+    let seeds = cfg.seed_list(3, 10)?;
     let lift = LiftConfig {
         slack_init,
         ..LiftConfig::default()
@@ -478,7 +461,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             ]);
         }
     }
-    let dir = RunDir::create(&cfg.out, "lift-flow-2d", &cfg.run_id())?;
+    let dir = cfg.run_dir("lift-flow-2d")?;
     dir.write_metrics(
         "lift-flow-2d: training NLL and σ²_Jac",
         &metrics,

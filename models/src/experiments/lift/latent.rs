@@ -23,7 +23,8 @@
 use super::{icnn_config, Convention, Model, Strategy};
 use crate::cli::RunConfig;
 use crate::data::builtin;
-use crate::report::{mean_std, progress::Progress, Metrics, RunDir, Table};
+use crate::data::gaussian::Gaussian;
+use crate::report::{mean_std, progress::Progress, Metrics, Table};
 use autograd::{backward, no_grad, Var};
 use nn::{Conv2d, Linear, Module, ParamGrads, ParamStore};
 use optim::lift::LiftConfig;
@@ -151,72 +152,6 @@ fn train_autoencoder(
     Ok((ae, last))
 }
 
-/// A Gaussian fitted to rows `[n, d]`: mean, Cholesky factor of the covariance.
-struct Gaussian {
-    mean: Tensor<f64>,
-    chol: Tensor<f64>,
-    log_det: f64,
-}
-
-impl Gaussian {
-    fn fit(x: &Tensor<f64>) -> Result<Self> {
-        let n = x.shape()[0] as f64;
-        let mean = x.mean(&[0], true)?;
-        let c = x.sub(&mean)?;
-        let cov = c.t()?.matmul(&c)?.mul_scalar(1.0 / n);
-        let chol = cov.cholesky()?;
-        let d = cov.shape()[0];
-        let log_det = 2.0
-            * (0..d)
-                .map(|i| chol.get(&[i, i]).map(f64::ln))
-                .sum::<Result<f64>>()?;
-        Ok(Gaussian {
-            mean,
-            chol,
-            log_det,
-        })
-    }
-
-    /// `m` draws from the defensive mixture ½N(μ, Σ) + ½N(μ, 4Σ) and their log
-    /// densities under it: the wide half keeps the importance weights bounded where
-    /// the model is broader than the data (as it is at the start).
-    fn sample(&self, m: usize, rng: &mut Rng) -> Result<(Tensor<f64>, Tensor<f64>)> {
-        let d = self.mean.shape()[1] as f64;
-        let mut z = Tensor::<f64>::rand_normal(&[m, self.mean.shape()[1]], 0.0, 1.0, rng)?;
-        let wide: Vec<f64> = (0..m)
-            .map(|_| if rng.uniform() < 0.5 { 2.0 } else { 1.0 })
-            .collect();
-        z = z.mul(&Tensor::from_vec(wide, &[m, 1])?)?;
-        let x = z.matmul(&self.chol.t()?)?.add(&self.mean)?;
-        let base = -0.5 * self.log_det - 0.5 * d * (2.0 * std::f64::consts::PI).ln();
-        let log_q = z.square().sum(&[1], true)?.map(|r2| {
-            let narrow = -0.5 * r2;
-            let broad = -0.125 * r2 - d * 2f64.ln();
-            let top = narrow.max(broad);
-            base + top + ((narrow - top).exp() * 0.5 + (broad - top).exp() * 0.5).ln()
-        });
-        Ok((x, log_q))
-    }
-
-    /// The whitened rows L⁻¹(x − μ) `[n, d]` of rows `x`: N(μ, Σ) becomes N(0, I).
-    fn whiten(&self, x: &Tensor<f64>) -> Result<Tensor<f64>> {
-        let c = x.sub(&self.mean)?.t()?.contiguous();
-        Ok(self
-            .chol
-            .solve_triangular(&c, tensor::linalg::Triangular::LOWER)?
-            .t()?
-            .contiguous())
-    }
-
-    /// Mean negative log density of rows `x`.
-    fn nll(&self, x: &Tensor<f64>) -> Result<f64> {
-        let d = self.mean.shape()[1];
-        let z = self.whiten(x)?;
-        let quad = z.square().sum_all().item()? / x.shape()[0] as f64;
-        Ok(0.5 * quad + 0.5 * self.log_det + 0.5 * d as f64 * (2.0 * std::f64::consts::PI).ln())
-    }
-}
-
 /// log Ẑ = logsumexp(−F(x_m) − log g(x_m)) − log M, differentiable in the weights.
 fn log_partition(
     m: &Model,
@@ -328,7 +263,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         (z_train, z_test, 0.0)
     };
     let gauss = Gaussian::fit(&z_train)?;
-    let seeds = cfg.seed_list(3, 3);
+    let seeds = cfg.seed_list(3, 3)?;
     let mut metrics = Metrics::default();
     let mut table = Table::new(
         &format!(
@@ -415,7 +350,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             mean_std(&secs, 1),
         ]);
     }
-    let dir = RunDir::create(&cfg.out, "lift-ebm-latent", &cfg.run_id())?;
+    let dir = cfg.run_dir("lift-ebm-latent")?;
     dir.write_metrics(
         "lift-ebm-latent: training NLL (importance-sampled log Z)",
         &metrics,

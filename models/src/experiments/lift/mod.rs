@@ -5,6 +5,7 @@
 pub mod ebm1d;
 pub mod flow2d;
 pub mod latent;
+pub mod tabular;
 
 use crate::report::Metrics;
 use autograd::{backward, Var};

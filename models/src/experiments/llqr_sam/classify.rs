@@ -9,7 +9,7 @@ use super::{preconditioning_batch, Hyper, Method, Spread, Stepper};
 use crate::cli::RunConfig;
 use crate::data::Dataset;
 use crate::experiments::images::{self, ImageSet};
-use crate::report::{mean_std, progress::Progress, Metrics, RunDir, Table};
+use crate::report::{mean_std, progress::Progress, Metrics, Table};
 use crate::train::batch_x;
 use autograd::{no_grad, Var};
 use nn::checkpoint::AnyTensor;
@@ -351,7 +351,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         })
         .collect::<Result<Vec<_>>>()?;
     let data = Data { train, test };
-    let seeds = cfg.seed_list(3, 5);
+    let seeds = cfg.seed_list(3, 5)?;
     let mut metrics = Metrics::default();
     let mut model = Vec::new();
     let mut header = vec!["optimiser".to_string()];
@@ -457,7 +457,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         }
         tables.push(t);
     }
-    let dir = RunDir::create(&cfg.out, "llqr-sam", &cfg.run_id())?;
+    let dir = cfg.run_dir("llqr-sam")?;
     dir.write_metrics(
         "llqr-sam",
         &metrics,

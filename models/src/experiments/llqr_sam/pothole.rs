@@ -7,7 +7,7 @@
 //! the real `LlqrSam` optimiser with a fixed diagonal U.
 
 use crate::cli::RunConfig;
-use crate::report::{Metrics, RunDir, Table};
+use crate::report::{Metrics, Table};
 use autograd::Var;
 use nn::checkpoint::AnyTensor;
 use nn::ParamStore;
@@ -287,7 +287,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         escape.row(row);
     }
     let tables = vec![escape, hovering()?];
-    let dir = RunDir::create(&cfg.out, "pothole", &cfg.run_id())?;
+    let dir = cfg.run_dir("pothole")?;
     dir.write_metrics(
         "pothole: trajectories at ρ = 0.05 (the dip is at x = 1, the bowl's minimum at 0)",
         &metrics,
