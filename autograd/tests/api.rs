@@ -81,3 +81,22 @@ fn gradcheck_and_gradgradcheck_catch_wrong_rules() {
     assert!(gradgradcheck(|v| exp_detached(&v[0]), std::slice::from_ref(&x), &o).is_err());
     assert!(gradgradcheck(|v| v[0].exp(), &[x], &o).is_ok());
 }
+
+/// `Var::div_scalar` divides, as `Tensor::div_scalar` does (it multiplied by 1/s,
+/// a last-bit difference between the two paths for most s).
+#[test]
+fn var_and_tensor_div_scalar_agree_bit_for_bit() {
+    let x: Vec<f64> = (1..200).map(|i| i as f64 * 0.37).collect();
+    let t = Tensor::from_vec(x.clone(), &[x.len()]).unwrap();
+    for s in [3.0, 7.0, 0.1, 1e-3] {
+        let a = Var::constant(t.clone())
+            .div_scalar(s)
+            .unwrap()
+            .value()
+            .to_vec();
+        let b = t.div_scalar(s).to_vec();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&a), bits(&b), "s = {s}");
+        assert!(x.iter().zip(&a).all(|(x, y)| *y == x / s));
+    }
+}

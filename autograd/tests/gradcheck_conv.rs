@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use tensor::{Conv2dSpec, Rng, Tensor};
 
 fn opts() -> GradcheckOptions {
-    GradcheckOptions::default()
+    common::strict()
 }
 
 fn rand(shape: &[usize], seed: u64) -> Tensor<f64> {

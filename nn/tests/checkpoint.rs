@@ -359,3 +359,28 @@ fn a_repeated_metadata_key_is_not_written() {
     let e = to_bytes(&ck).err().unwrap().to_string();
     assert!(e.contains("metadata key 'step' is repeated"), "{e}");
 }
+
+/// A kill -9 during a save leaves `.<name>.tmp-<pid>-<n>`; the next save of that path
+/// removes it once its process is gone (Linux, where /proc tells), and keeps the temp
+/// files of live processes and of other paths.
+#[test]
+fn the_next_save_sweeps_temp_files_of_killed_saves() {
+    if !std::path::Path::new("/proc/self").exists() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("nn-ckpt-sweep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("model.bin");
+    // A pid above Linux's largest (2²²) belongs to no process.
+    let dead = dir.join(".model.bin.tmp-999999999-3");
+    let live = dir.join(format!(".model.bin.tmp-{}-999999", std::process::id()));
+    let other = dir.join(".other.bin.tmp-999999999-0");
+    for f in [&dead, &live, &other] {
+        std::fs::write(f, b"partial").unwrap();
+    }
+    nn::checkpoint::write_atomic(&path, b"whole").unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"whole");
+    assert!(!dead.exists(), "the killed save's temp file stayed");
+    assert!(live.exists() && other.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

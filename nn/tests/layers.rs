@@ -176,3 +176,28 @@ fn initialisers_have_their_documented_moments() {
     assert!((var - 2.0 / 64.0).abs() < 0.002, "{var}");
     assert!(nn::init::kaiming_normal::<f64>(&[3, 0], &mut rng).is_err());
 }
+
+/// Weights of the wrong rank or a mismatched bias (from a hypernetwork or a foreign
+/// checkpoint) are errors naming the shapes, not panics.
+#[test]
+fn linear_with_a_malformed_weight_or_bias_is_an_error() {
+    let x = Var::constant(Tensor::<f64>::zeros(&[2, 3]).unwrap());
+    let flat = Var::constant(Tensor::<f64>::zeros(&[3]).unwrap());
+    let e = nn::Linear::apply(&x, &flat, None)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("[outputs, inputs]") && e.contains("[3]"), "{e}");
+    let w = Var::constant(Tensor::<f64>::zeros(&[4, 3]).unwrap());
+    let b = Var::constant(Tensor::<f64>::zeros(&[3]).unwrap());
+    let e = nn::Linear::apply(&x, &w, Some(&b))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("bias must be [4]"), "{e}");
+    let b = Var::constant(Tensor::<f64>::zeros(&[4]).unwrap());
+    assert_eq!(
+        nn::Linear::apply(&x, &w, Some(&b)).unwrap().shape(),
+        &[2, 4]
+    );
+}

@@ -265,10 +265,13 @@ impl<T: Element> Var<T> {
         })
     }
 
-    /// x / s.
+    /// x / s: a true division, bit-identical to `Tensor::div_scalar` (x · (1/s)
+    /// differs in the last bit for most s).
     #[track_caller]
     pub fn div_scalar(&self, s: f64) -> Result<Var<T>> {
-        self.mul_scalar(1.0 / s)
+        record("div_scalar", &[self], self.value.div_scalar(s), move |c| {
+            Ok(vec![Some(c.grad.div_scalar(s)?)])
+        })
     }
 
     /// a + b (broadcasting).

@@ -455,8 +455,41 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
+    } else {
+        sweep_stale_temps(path, &name.to_string_lossy());
     }
     result
+}
+
+/// Removes the temp files of saves of `path` that a killed process left behind:
+/// names `.<name>.tmp-<pid>-<n>` whose process no longer exists. Liveness is read
+/// from `/proc`, so the sweep runs only where `/proc/self` exists (Linux); elsewhere
+/// such files stay. A save in flight under a reused pid keeps its file.
+fn sweep_stale_temps(path: &Path, name: &str) {
+    let proc = Path::new("/proc");
+    if !proc.join("self").exists() {
+        return;
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let prefix = format!(".{name}.tmp-");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().to_string();
+        let Some(rest) = file.strip_prefix(&prefix) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != std::process::id() && !proc.join(pid.to_string()).exists() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Reads a checkpoint file.

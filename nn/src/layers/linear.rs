@@ -53,6 +53,28 @@ impl<T: Element> Linear<T> {
     /// The layer applied with explicit weights (used when a hypernetwork or a
     /// closed-form solve supplies them).
     pub fn apply(x: &Var<T>, weight: &Var<T>, bias: Option<&Var<T>>) -> Result<Var<T>> {
+        if weight.ndim() != 2 {
+            return Err(Error::shape(
+                "Linear",
+                format!(
+                    "the weight must be [outputs, inputs], got {}",
+                    fmt_shape(weight.shape())
+                ),
+            ));
+        }
+        if let Some(b) = bias {
+            if b.shape() != [weight.shape()[0]] {
+                return Err(Error::shape(
+                    "Linear",
+                    format!(
+                        "the bias must be [{}] for a weight {}, got {}",
+                        weight.shape()[0],
+                        fmt_shape(weight.shape()),
+                        fmt_shape(b.shape())
+                    ),
+                ));
+            }
+        }
         let last = x.shape().last().copied().unwrap_or(0);
         if x.ndim() < 2 || last != weight.shape()[1] {
             return Err(Error::shape(
