@@ -5,7 +5,8 @@
 use autograd::{grad, Var};
 use nn::{Activation, DeepSets, Icnn, IcnnConfig, ParamStore};
 use optim::lift::{
-    cross_covariance, probe, FanInGain, Lift, LiftConfig, LiftVariant, Pgd, Positivity, Softplus,
+    cross_covariance, cross_covariance_guarded, probe, FanInGain, Guards, Lift, LiftConfig,
+    LiftVariant, Pgd, Positivity, Softplus,
 };
 use tensor::{Rng, Tensor};
 
@@ -279,6 +280,42 @@ fn the_estimator_reproduces_the_known_pairs_and_refuses_degenerate_input() {
     assert!(cross_covariance(&nan, &g, 0, &mut rng).is_err());
 }
 
+/// The authors' two extra guards, off by default: slots that differ by a constant
+/// (same centred rows), and proportional slots (a symmetric estimate).
+#[test]
+fn the_authors_guards_refuse_aliased_and_symmetric_estimates() {
+    let mut rng = Rng::new(3);
+    let g: Vec<Vec<f64>> = (0..6)
+        .map(|_| (0..3).map(|_| rng.normal()).collect())
+        .collect();
+    let shifted: Vec<Vec<f64>> = g
+        .iter()
+        .map(|r| r.iter().map(|v| v + 5.0).collect())
+        .collect();
+    let doubled: Vec<Vec<f64>> = g
+        .iter()
+        .map(|r| r.iter().map(|v| 2.0 * v).collect())
+        .collect();
+    let mixed: Vec<Vec<f64>> = g.iter().map(|r| vec![r[1], -r[0], r[2] + r[0]]).collect();
+    // Accepted by default, the readings reported as they are.
+    let alias = cross_covariance(&shifted, &g, 0, &mut rng).unwrap();
+    let sym = cross_covariance(&doubled, &g, 0, &mut rng).unwrap();
+    assert!(sym.asymmetry < 1e-12, "{sym:?}");
+    assert!(alias.trace > 0.0);
+    // Refused with the authors' guards, each by its own check.
+    let e = cross_covariance_guarded(&shifted, &g, 0, &mut rng, Guards::AUTHORS)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("after centring"), "{e}");
+    let e = cross_covariance_guarded(&doubled, &g, 0, &mut rng, Guards::AUTHORS)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("symmetric"), "{e}");
+    // A genuine cross-covariance passes them.
+    let ok = cross_covariance_guarded(&mixed, &g, 0, &mut rng, Guards::AUTHORS).unwrap();
+    assert!(ok.asymmetry > 1e-3);
+}
+
 #[test]
 fn the_pooled_summary_is_permutation_invariant_and_emissions_positive() {
     let store = ParamStore::<f64>::new();
@@ -505,5 +542,99 @@ proptest::proptest! {
         let size = chord.abs().max_all().unwrap().max(1.0);
         let gap = mid.sub(&chord).unwrap().max_all().unwrap();
         proptest::prop_assert!(gap <= 1e-12 * size, "midpoint above the chord by {}", gap);
+    }
+}
+
+/// The authors' EBM lift emits every ICNN parameter: the free parameters come from
+/// identity heads after the softplus ones, the network evaluated with them equals
+/// the network whose own parameters hold those values, F stays convex in x, every
+/// head receives gradient, and the cross-covariance channel is the positivity heads.
+#[test]
+fn a_lift_emitting_every_parameter_drives_the_whole_network() {
+    let mut rng = Rng::new(11);
+    let store = ParamStore::<f64>::new();
+    let net = icnn(&store, 2, &mut rng);
+    let cfg = LiftConfig {
+        hidden: vec![16],
+        summary: 12,
+        emit_all: true,
+        ..LiftConfig::default()
+    };
+    let lifted = ParamStore::<f64>::new();
+    let lift = Lift::emitting_all(
+        &lifted.root(),
+        2,
+        net.constrained_shapes(),
+        net.free_shapes(),
+        &cfg,
+        &mut rng,
+    )
+    .unwrap();
+    let batch = Tensor::<f64>::rand_normal(&[32, 2], 0.0, 1.0, &mut rng).unwrap();
+    let w = lift.weights(&batch).unwrap();
+    let k = net.constrained_shapes().len();
+    assert_eq!(w.len(), k + net.free_shapes().len());
+    assert!(w[..k]
+        .iter()
+        .all(|v| v.value().to_vec().iter().all(|&x| x > 0.0)));
+    assert!(w[k..]
+        .iter()
+        .any(|v| v.value().to_vec().iter().any(|&x| x < 0.0)));
+    assert_eq!(lift.latents(&batch).unwrap().len(), k);
+    assert_eq!(lift.slack().len(), k);
+    // The same values written into the network's own parameters give the same F.
+    let x = Tensor::<f64>::rand_normal(&[10, 2], 0.0, 1.0, &mut rng).unwrap();
+    let xv = Var::constant(x.clone());
+    let emitted = net.forward_with(&xv, &w).unwrap().value().to_vec();
+    let own = [&net.first_weight, &net.first_bias]
+        .into_iter()
+        .cloned()
+        .chain(
+            net.skips
+                .iter()
+                .zip(&net.biases)
+                .flat_map(|(a, b)| [a.clone(), b.clone()]),
+        )
+        .chain(std::iter::once(net.out_skip.clone()));
+    for (p, v) in own.zip(&w[k..]) {
+        p.set(v.value().clone()).unwrap();
+    }
+    let direct = net.forward_with(&xv, &w[..k]).unwrap().value().to_vec();
+    assert!(emitted
+        .iter()
+        .zip(&direct)
+        .all(|(a, b)| (a - b).abs() <= 1e-12 * (1.0 + b.abs())));
+    // Convex along random chords.
+    for _ in 0..20 {
+        let (a, b) = (
+            Tensor::<f64>::rand_normal(&[1, 2], 0.0, 2.0, &mut rng).unwrap(),
+            Tensor::<f64>::rand_normal(&[1, 2], 0.0, 2.0, &mut rng).unwrap(),
+        );
+        let f = |t: &Tensor<f64>| {
+            net.forward_with(&Var::constant(t.clone()), &w)
+                .unwrap()
+                .item()
+                .unwrap()
+        };
+        let mid = a.add(&b).unwrap().mul_scalar(0.5);
+        assert!(f(&mid) <= 0.5 * (f(&a) + f(&b)) + 1e-12);
+    }
+    // Every readout (positivity and free heads) gets gradient from the loss.
+    let loss = net
+        .forward_with(&xv, &w)
+        .unwrap()
+        .square()
+        .unwrap()
+        .mean_all()
+        .unwrap();
+    let params = lifted.trainable();
+    let vars: Vec<Var<f64>> = params.iter().map(|p| p.var()).collect();
+    let g = grad(&[&loss], &vars.iter().collect::<Vec<_>>(), None, false).unwrap();
+    for (p, g) in params.iter().zip(&g) {
+        assert!(
+            g.value().to_vec().iter().any(|&v| v != 0.0),
+            "{} gets no gradient",
+            p.name()
+        );
     }
 }

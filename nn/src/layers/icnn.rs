@@ -105,6 +105,21 @@ impl<T: Element> Icnn<T> {
         s
     }
 
+    /// Shapes of the unconstrained parameters, in the order [`Icnn::forward_with`]
+    /// takes them after the constrained ones when a hypernetwork supplies every
+    /// parameter: A₀ `[width, input]`, b₀ `[width]`, then A_k, b_k for k = 1 … K−1,
+    /// then a_out `[1, input]`.
+    pub fn free_shapes(&self) -> Vec<Vec<usize>> {
+        let (h, d) = (self.cfg.width, self.cfg.input);
+        let mut s = vec![vec![h, d], vec![h]];
+        for _ in 1..self.cfg.layers {
+            s.push(vec![h, d]);
+            s.push(vec![h]);
+        }
+        s.push(vec![1, d]);
+        s
+    }
+
     /// Folded-normal initial values of the non-negative weights (mean 1/√width).
     pub fn init_constrained(&self, rng: &mut Rng) -> Result<Vec<Tensor<T>>> {
         self.constrained_shapes()
@@ -115,21 +130,48 @@ impl<T: Element> Icnn<T> {
 
     /// F(x) `[batch, 1]` for inputs `[batch, input]` with the given non-negative
     /// weights (which must be ≥ 0 for F to be convex; the caller's strategy ensures
-    /// it).
-    pub fn forward_with(&self, x: &Var<T>, constrained: &[Var<T>]) -> Result<Var<T>> {
+    /// it). `weights` holds the constrained weights ([`Icnn::constrained_shapes`]),
+    /// optionally followed by a value for every unconstrained parameter
+    /// ([`Icnn::free_shapes`]), which then replace the network's own: the authors'
+    /// EBM lift emits every parameter.
+    pub fn forward_with(&self, x: &Var<T>, weights: &[Var<T>]) -> Result<Var<T>> {
         let shapes = self.constrained_shapes();
-        if constrained.len() != shapes.len()
-            || constrained
+        let free_shapes = self.free_shapes();
+        let mut expected = shapes.clone();
+        if weights.len() > shapes.len() {
+            expected.extend(free_shapes.iter().cloned());
+        }
+        if weights.len() != expected.len()
+            || weights
                 .iter()
-                .zip(&shapes)
+                .zip(&expected)
                 .any(|(w, s)| w.shape() != s.as_slice())
         {
-            let got: Vec<Vec<usize>> = constrained.iter().map(|w| w.shape().to_vec()).collect();
+            let got: Vec<Vec<usize>> = weights.iter().map(|w| w.shape().to_vec()).collect();
             return Err(Error::shape(
                 "Icnn",
-                format!("constrained weights of shapes {got:?}, expected {shapes:?}"),
+                format!(
+                    "weights of shapes {got:?}, expected the constrained {shapes:?}, optionally followed by the free {free_shapes:?}"
+                ),
             ));
         }
+        let (constrained, emitted) = weights.split_at(shapes.len());
+        let own: Vec<Var<T>>;
+        let free: &[Var<T>] = if emitted.is_empty() {
+            own = std::iter::once(self.first_weight.var())
+                .chain(std::iter::once(self.first_bias.var()))
+                .chain(
+                    self.skips
+                        .iter()
+                        .zip(&self.biases)
+                        .flat_map(|(a, b)| [a.var(), b.var()]),
+                )
+                .chain(std::iter::once(self.out_skip.var()))
+                .collect();
+            &own
+        } else {
+            emitted
+        };
         if x.ndim() != 2 || x.shape()[1] != self.cfg.input {
             return Err(Error::shape(
                 "Icnn",
@@ -141,20 +183,17 @@ impl<T: Element> Icnn<T> {
             ));
         }
         let act = self.cfg.activation;
-        let mut z = act.apply(
-            &x.matmul(&self.first_weight.var().t()?)?
-                .add(&self.first_bias.var())?,
-        )?;
+        let mut z = act.apply(&x.matmul(&free[0].t()?)?.add(&free[1])?)?;
         for k in 0..self.cfg.layers - 1 {
             let pre = z
                 .matmul(&constrained[k].t()?)?
-                .add(&x.matmul(&self.skips[k].var().t()?)?)?
-                .add(&self.biases[k].var())?;
+                .add(&x.matmul(&free[2 + 2 * k].t()?)?)?
+                .add(&free[3 + 2 * k])?;
             z = act.apply(&pre)?;
         }
         let mut f = z
             .matmul(&constrained[self.cfg.layers - 1].t()?)?
-            .add(&x.matmul(&self.out_skip.var().t()?)?)?;
+            .add(&x.matmul(&free[free.len() - 1].t()?)?)?;
         if self.cfg.strong_convexity > 0.0 {
             f = f.add(
                 &x.square()?

@@ -56,14 +56,59 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+/// The authors' two stricter guards (`lift/objectives/diagnostics.py`), off by
+/// default here. Both slots holding one sequence is always an error (a covariance,
+/// not a cross-covariance); these add:
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Guards {
+    /// Refuse an estimate whose asymmetry ‖Σ̂ − Σ̂ᵀ‖/‖Σ̂‖ is below 1e-3
+    /// (`CrossCovSymmetricEstimate`): a covariance of one quantity, or of two
+    /// proportional ones, is symmetric, a genuine cross-covariance rarely is. Off by
+    /// default because a symmetric estimate is a legitimate value (every 1×1 Σ̂ is
+    /// one); the asymmetry is reported either way.
+    pub symmetric: bool,
+    /// Refuse slots whose centred rows coincide (to 1e-6 relative): the iterate and
+    /// the gradient then differ by a constant per coordinate, an aliasing the raw
+    /// comparison does not see.
+    pub centred_alias: bool,
+}
+
+impl Guards {
+    /// Both guards on: the authors' estimator.
+    pub const AUTHORS: Guards = Guards {
+        symmetric: true,
+        centred_alias: true,
+    };
+}
+
+fn same_rows(a: &[Vec<f64>], b: &[Vec<f64>]) -> bool {
+    a.iter().zip(b).all(|(x, y)| {
+        x.iter()
+            .zip(y)
+            .all(|(x, y)| (x - y).abs() <= 1e-6 * x.abs().max(y.abs()).max(1e-300))
+    })
+}
+
 /// Σ̂ and its summaries from aligned samples: `iterates[b]` and `grads[b]` are the
 /// flattened θ̃ and g of probe b. Uses the exact Gram-matrix forms of the scalars, so
-/// Σ̂ (d×d) is never formed.
+/// Σ̂ (d×d) is never formed. The default [`Guards`] (see
+/// [`cross_covariance_guarded`] for the authors').
 pub fn cross_covariance(
     iterates: &[Vec<f64>],
     grads: &[Vec<f64>],
     permutations: usize,
     rng: &mut Rng,
+) -> Result<CrossCov> {
+    cross_covariance_guarded(iterates, grads, permutations, rng, Guards::default())
+}
+
+/// [`cross_covariance`] with the chosen [`Guards`].
+pub fn cross_covariance_guarded(
+    iterates: &[Vec<f64>],
+    grads: &[Vec<f64>],
+    permutations: usize,
+    rng: &mut Rng,
+    guards: Guards,
 ) -> Result<CrossCov> {
     let b = iterates.len();
     if b < 2 || grads.len() != b {
@@ -93,12 +138,7 @@ pub fn cross_covariance(
             "a probe has a NaN or infinity",
         ));
     }
-    let same = iterates.iter().zip(grads).all(|(a, g)| {
-        a.iter()
-            .zip(g)
-            .all(|(x, y)| (x - y).abs() <= 1e-6 * x.abs().max(y.abs()).max(1e-300))
-    });
-    if same {
+    if same_rows(iterates, grads) {
         return Err(Error::value(
             "cross_covariance",
             "the iterate and gradient slots hold the same sequence (a covariance, not a cross-covariance)",
@@ -106,6 +146,12 @@ pub fn cross_covariance(
     }
     let (jc, mean) = centre(iterates);
     let (gc, _) = centre(grads);
+    if guards.centred_alias && same_rows(&jc, &gc) {
+        return Err(Error::value(
+            "cross_covariance",
+            "after centring, the iterate and gradient slots hold the same rows (they differ by a constant)",
+        ));
+    }
     let n = (b - 1) as f64;
     // K = Jc Gcᵀ, A = Jc Jcᵀ, M = Gc Gcᵀ (B×B).
     let k: Vec<Vec<f64>> = jc
@@ -128,6 +174,12 @@ pub fn cross_covariance(
     } else {
         f64::NAN
     };
+    if guards.symmetric && asymmetry < 1e-3 {
+        return Err(Error::value(
+            "cross_covariance",
+            format!("the estimate is symmetric (asymmetry {asymmetry:.2e} < 1e-3): a covariance, not a cross-covariance"),
+        ));
+    }
     let mut hits = 0usize;
     for _ in 0..permutations {
         let perm = rng.permutation(b);

@@ -41,15 +41,19 @@ impl<T: Element> Positivity<T> for FanInGain<T> {
 
     fn weights(&self, batch: &Tensor<T>) -> Result<Vec<Var<T>>> {
         let w = self.inner.weights(batch)?;
-        if w.len() != self.scales.len() {
+        if w.len() < self.scales.len() {
             return Err(Error::shape(
                 "FanInGain",
                 format!("{} weights for {} gains", w.len(), self.scales.len()),
             ));
         }
+        // Free parameters emitted after the constrained weights pass unscaled.
         w.iter()
-            .zip(&self.scales)
-            .map(|(w, &s)| w.mul_scalar(s))
+            .enumerate()
+            .map(|(i, w)| match self.scales.get(i) {
+                Some(&s) => w.mul_scalar(s),
+                None => Ok(w.clone()),
+            })
             .collect()
     }
 

@@ -5,6 +5,6 @@ pub mod diagnostics;
 pub mod gain;
 pub mod strategies;
 
-pub use diagnostics::{cross_covariance, probe, CrossCov};
+pub use diagnostics::{cross_covariance, cross_covariance_guarded, probe, CrossCov, Guards};
 pub use gain::FanInGain;
 pub use strategies::{Lift, LiftConfig, LiftVariant, Pgd, Positivity, Softplus};

@@ -158,6 +158,16 @@ pub struct LiftConfig {
     pub pool_unbiased: bool,
     /// Initial value of every slack bias entry (−2 puts softplus at 0.127).
     pub slack_init: f64,
+    /// Spread of the slack's initial values: each entry starts at
+    /// `slack_init + slack_std·N(0, 1)` (the authors' tabular CP-Flow draws its
+    /// readout biases from N(0, 0.5²); 0 elsewhere).
+    pub slack_std: f64,
+    /// Emit every ICNN parameter, not only the constrained weights: the authors'
+    /// EBM lift (`lift/models/hypernet.py`: first layer, biases, skips and the rest
+    /// come from the hypernetwork; softplus only on the positivity heads). Their
+    /// CP-Flow lift, and the default here, emit only the constrained weights. Used
+    /// by the callers that build the lift ([`Lift::emitting_all`]).
+    pub emit_all: bool,
 }
 
 impl Default for LiftConfig {
@@ -169,6 +179,8 @@ impl Default for LiftConfig {
             pool_norm: true,
             pool_unbiased: true,
             slack_init: -2.0,
+            slack_std: 0.0,
+            emit_all: false,
         }
     }
 }
@@ -179,11 +191,13 @@ enum Body<T: Element> {
     Code(Param<T>),
 }
 
-/// The lift: θ = softplus(Θ_E h + b), one linear readout (Θ_E, b) per emitted weight.
+/// The lift: θ = softplus(Θ_E h + b), one linear readout (Θ_E, b) per emitted weight
+/// (and, when it emits every parameter, θ = Θ_E h + b for the free ones).
 pub struct Lift<T: Element> {
     body: Body<T>,
     readouts: Vec<(Param<T>, Option<Param<T>>)>,
     shapes: Vec<Vec<usize>>,
+    constrained: usize,
     variant: LiftVariant,
 }
 
@@ -197,16 +211,37 @@ impl<T: Element> Lift<T> {
         cfg: &LiftConfig,
         rng: &mut Rng,
     ) -> Result<Self> {
-        if shapes.is_empty() || cfg.summary == 0 {
+        Self::emitting_all(scope, input, shapes, Vec::new(), cfg, rng)
+    }
+
+    /// A lift emitting the non-negative weights of shapes `constrained` (softplus
+    /// heads, slack at `cfg.slack_init`) and, after them, the free parameters of
+    /// shapes `free` (identity heads, readout bias at the default linear-layer
+    /// initialisation U(±1/√summary), as the authors' EBM does). The
+    /// cross-covariance reads the positivity heads only.
+    pub fn emitting_all(
+        scope: &Scope<T>,
+        input: usize,
+        shapes: Vec<Vec<usize>>,
+        free: Vec<Vec<usize>>,
+        cfg: &LiftConfig,
+        rng: &mut Rng,
+    ) -> Result<Self> {
+        let constrained = shapes.len();
+        let shapes: Vec<Vec<usize>> = shapes.into_iter().chain(free).collect();
+        if constrained == 0 || cfg.summary == 0 {
             return Err(Error::value(
                 "Lift",
                 "needs at least one emitted weight and a positive summary size",
             ));
         }
-        if !cfg.slack_init.is_finite() {
+        if !cfg.slack_init.is_finite() || !(cfg.slack_std >= 0.0 && cfg.slack_std.is_finite()) {
             return Err(Error::value(
                 "Lift",
-                format!("slack_init must be finite, got {}", cfg.slack_init),
+                format!(
+                    "slack_init must be finite and slack_std finite and ≥ 0, got {} and {}",
+                    cfg.slack_init, cfg.slack_std
+                ),
             ));
         }
         let body = match cfg.variant {
@@ -239,9 +274,16 @@ impl<T: Element> Lift<T> {
                 let theta = r.param("theta", init::uniform(&[numel, cfg.summary], -a, a, rng)?)?;
                 let slack = match cfg.variant {
                     LiftVariant::NoSlack => None,
+                    _ if i >= constrained => {
+                        Some(r.param("slack", init::uniform(&[numel], -a, a, rng)?)?)
+                    }
                     _ => Some(r.param(
                         "slack",
-                        Tensor::full(&[numel], T::from_f64(cfg.slack_init))?,
+                        if cfg.slack_std > 0.0 {
+                            init::normal(&[numel], cfg.slack_init, cfg.slack_std, rng)?
+                        } else {
+                            Tensor::full(&[numel], T::from_f64(cfg.slack_init))?
+                        },
                     )?),
                 };
                 Ok((theta, slack))
@@ -251,6 +293,7 @@ impl<T: Element> Lift<T> {
             body,
             readouts,
             shapes,
+            constrained,
             variant: cfg.variant,
         })
     }
@@ -284,17 +327,29 @@ impl<T: Element> Positivity<T> for Lift<T> {
         }
     }
     fn weights(&self, batch: &Tensor<T>) -> Result<Vec<Var<T>>> {
-        self.emission(batch)?.iter().map(|t| t.softplus()).collect()
+        self.emission(batch)?
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| {
+                if i < self.constrained {
+                    t.softplus()
+                } else {
+                    Ok(t)
+                }
+            })
+            .collect()
     }
     fn latents(&self, batch: &Tensor<T>) -> Result<Vec<Tensor<T>>> {
         Ok(autograd::no_grad(|| self.emission(batch))?
             .into_iter()
+            .take(self.constrained)
             .map(|v| v.value().clone())
             .collect())
     }
     fn slack(&self) -> Vec<Param<T>> {
         self.readouts
             .iter()
+            .take(self.constrained)
             .filter_map(|(_, b)| b.clone())
             .collect()
     }

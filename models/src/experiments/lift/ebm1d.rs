@@ -35,6 +35,10 @@ pub const OPTIONS: &[(&str, &str)] = &[
         "probe-every",
         "measure σ²_Jac every this many iterations at the first seed for the five cells, 0 = off (iterations/5)",
     ),
+    (
+        "emit",
+        "what the lift's hypernetwork emits: constrained (the non-negative weights; default) or all (every ICNN parameter, as the authors' EBM)",
+    ),
 ];
 
 /// An evenly spaced grid over the target's window, as `[n, 1]`, and its spacing.
@@ -219,15 +223,19 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let seeds = cfg.seed_list(2, 5)?;
     let mut metrics = Metrics::default();
     let mut model = Vec::new();
+    let lift = LiftConfig {
+        emit_all: super::parse_emit(&cfg.opt("emit", "constrained".to_string())?)?,
+        ..LiftConfig::default()
+    };
     let mut table = Table::new(
         &format!(
-            "lift-ebm-1d: log-concave EBM, ICNN width {width} × 3 layers, {iterations} iterations, batch 256, {} seeds; TV and test NLL with log Z by quadrature (exact in 1-D)",
-            seeds.len()
+            "lift-ebm-1d: log-concave EBM, ICNN width {width} × 3 layers, {iterations} iterations, batch 256, {} seeds, the lift emitting {}; TV and test NLL with log Z by quadrature (exact in 1-D)",
+            seeds.len(),
+            if lift.emit_all { "every ICNN parameter" } else { "the constrained weights" }
         ),
         &["target", "method", "parameters", "total variation", "test NLL", "shoulder occupancy", "non-finite steps skipped", "s / run"],
     );
     let probe_every: usize = cfg.opt("probe-every", iterations / 5)?;
-    let lift = LiftConfig::default();
     let mut escapes = Table::new(
         &format!("lift-ebm-1d: escape dynamics, seed {}: every latent entry's shoulder membership (sigmoid(θ̃) ≤ 0.05; PGD: clamped to 0) at 100 snapshots over training", seeds[0]),
         &["target", "cell", "entries ever on the shoulder", "of all entries, on it and later off", "state changes per entry"],

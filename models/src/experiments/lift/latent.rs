@@ -48,6 +48,10 @@ pub const OPTIONS: &[(&str, &str)] = &[
         "train the EBM on codes whitened by the fitted Gaussian (true; false: standardised only)",
     ),
     (
+        "emit",
+        "what the lift's hypernetwork emits: constrained (default) or all (every ICNN parameter, as the authors' EBM)",
+    ),
+    (
         "images",
         "keep the first N training and N/4 test images (0 = all 8,000 / 2,000)",
     ),
@@ -284,7 +288,10 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         "—".into(),
         "—".into(),
     ]);
-    let lift = LiftConfig::default();
+    let lift = LiftConfig {
+        emit_all: super::parse_emit(&cfg.opt("emit", "constrained".to_string())?)?,
+        ..LiftConfig::default()
+    };
     for strategy in [Strategy::Pgd, Strategy::Softplus, Strategy::Lift] {
         let (mut nlls, mut ses, mut secs, mut size, mut skipped) = (vec![], vec![], vec![], 0, 0);
         for &seed in &seeds {

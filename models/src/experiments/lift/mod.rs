@@ -102,14 +102,33 @@ fn icnn_params(input: usize, width: usize, layers: usize) -> usize {
         + width
 }
 
-/// Trainable parameters of the lift's hypernetwork for an ICNN of `width`.
+/// Trainable parameters of the lift's hypernetwork for an ICNN of `width` (with
+/// `emit_all`, the free ICNN parameters are emitted too).
 fn lift_params(input: usize, width: usize, layers: usize, cfg: &LiftConfig) -> usize {
     let mut sizes = vec![input];
     sizes.extend(&cfg.hidden);
     sizes.push(cfg.summary);
     let body: usize = sizes.windows(2).map(|w| w[0] * w[1] + w[1]).sum();
-    let emitted = (layers - 1) * width * width + width;
+    let constrained = (layers - 1) * width * width + width;
+    let emitted = if cfg.emit_all {
+        icnn_params(input, width, layers)
+    } else {
+        constrained
+    };
     body + emitted * (cfg.summary + 1)
+}
+
+/// Parses `--emit`: `constrained` (CP-Flow's lift, the default) or `all` (the
+/// authors' EBM lift emits every ICNN parameter).
+pub fn parse_emit(s: &str) -> Result<bool> {
+    match s {
+        "constrained" => Ok(false),
+        "all" => Ok(true),
+        other => Err(Error::value(
+            "lift experiment",
+            format!("--emit must be constrained or all, got '{other}'"),
+        )),
+    }
 }
 
 impl Model {
@@ -125,10 +144,15 @@ impl Model {
     ) -> Result<Model> {
         let mut cfg = cfg;
         if strategy == Strategy::SoftplusWide {
-            // The smallest width whose softplus ICNN has at least the lift's count.
-            let target = icnn_params(cfg.input, cfg.width, cfg.layers)
-                - ((cfg.layers - 1) * cfg.width * cfg.width + cfg.width)
-                + lift_params(cfg.input, cfg.width, cfg.layers, lift);
+            // The smallest width whose softplus ICNN has at least the lift's count
+            // (the ICNN's own free parameters, unless the lift emits them too).
+            let own_free = if lift.emit_all {
+                0
+            } else {
+                icnn_params(cfg.input, cfg.width, cfg.layers)
+                    - ((cfg.layers - 1) * cfg.width * cfg.width + cfg.width)
+            };
+            let target = own_free + lift_params(cfg.input, cfg.width, cfg.layers, lift);
             let mut w = cfg.width;
             while icnn_params(cfg.input, w, cfg.layers) < target {
                 w += 1;
@@ -136,7 +160,12 @@ impl Model {
             cfg.width = w;
         }
         let store = ParamStore::new();
-        let net = Icnn::new(&store.root().sub("icnn"), cfg.clone(), rng)?;
+        // A lift that emits every parameter evaluates the ICNN as a template whose
+        // own parameters are not trained: they live outside the model's store.
+        let emit_all = strategy == Strategy::Lift && lift.emit_all;
+        let template = ParamStore::new();
+        let net_store = if emit_all { &template } else { &store };
+        let net = Icnn::new(&net_store.root().sub("icnn"), cfg.clone(), rng)?;
         let scope = store.root().sub("positivity");
         let init = match convention {
             Convention::Ebm => net.init_constrained(rng)?,
@@ -152,10 +181,15 @@ impl Model {
         let positivity: Box<dyn Positivity<f64>> = match strategy {
             Strategy::Pgd => Box::new(Pgd::new(&scope, init)?),
             Strategy::Softplus | Strategy::SoftplusWide => Box::new(Softplus::new(&scope, init)?),
-            Strategy::Lift => Box::new(Lift::new(
+            Strategy::Lift => Box::new(Lift::emitting_all(
                 &scope,
                 cfg.input,
                 net.constrained_shapes(),
+                if emit_all {
+                    net.free_shapes()
+                } else {
+                    Vec::new()
+                },
                 lift,
                 rng,
             )?),
