@@ -307,6 +307,7 @@ fn lift_ebm_1d_beats_the_baselines_on_gumbel_at_a_fixed_seed() {
             400,
             0,
             0,
+            0,
             true,
             &mut models::report::Metrics::default(),
         )

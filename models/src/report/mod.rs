@@ -1,6 +1,7 @@
 //! What every run leaves behind: `metrics.csv` (the curves, long format),
 //! `plot.svg`, `model.safetensors`, `table.txt`, and the final table on stdout.
 
+pub mod heatmap;
 pub mod progress;
 pub mod svg;
 

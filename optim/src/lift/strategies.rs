@@ -235,7 +235,7 @@ impl<T: Element> Lift<T> {
                 "needs at least one emitted weight and a positive summary size",
             ));
         }
-        if !cfg.slack_init.is_finite() || !(cfg.slack_std >= 0.0 && cfg.slack_std.is_finite()) {
+        if !(cfg.slack_init.is_finite() && cfg.slack_std >= 0.0 && cfg.slack_std.is_finite()) {
             return Err(Error::value(
                 "Lift",
                 format!(

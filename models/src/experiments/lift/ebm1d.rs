@@ -6,17 +6,19 @@
 //! (log Z included) for the five cells: the lift, its no-slack and learned-code
 //! ablations, PGD and softplus.
 
+use super::landscape::{Slice, Trajectory};
 use super::{
     cell_name, icnn_config, record_sigma, snapshots, Convention, Escape, Model, ShoulderTrack,
     Strategy, PROBES,
 };
 use crate::cli::RunConfig;
 use crate::data::toy::Target1d;
+use crate::report::heatmap::{self, Heatmap};
 use crate::report::{mean_std, progress::Progress, Metrics, Table};
 use autograd::{no_grad, Var};
 use nn::checkpoint::NamedTensors;
 use optim::lift::{CrossCov, LiftConfig, LiftVariant};
-use tensor::{Result, Rng, Tensor};
+use tensor::{Error, Result, Rng, Tensor};
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
@@ -34,6 +36,10 @@ pub const OPTIONS: &[(&str, &str)] = &[
     (
         "probe-every",
         "measure σ²_Jac every this many iterations at the first seed for the five cells, 0 = off (iterations/5)",
+    ),
+    (
+        "landscape",
+        "grid points per axis of the loss-landscape slices (landscape.svg) at the first seed, 0 = off (quick 15, full 31)",
     ),
     (
         "emit",
@@ -104,6 +110,68 @@ pub struct RunResult {
     pub escape: Option<Escape>,
     /// The trained model.
     pub tensors: NamedTensors,
+    /// Loss-landscape slices (θ-space, and for the lift its own parameter space).
+    pub landscapes: Vec<Landscape>,
+}
+
+/// One loss-landscape slice of a run: test NLL over a 2-D slice through the
+/// trajectory's top PCA directions.
+pub struct Landscape {
+    /// "θ" (the emitted or stored non-negative weights) or "lifted (φ, b)".
+    pub space: &'static str,
+    /// The slice.
+    pub slice: Slice,
+    /// The picture.
+    pub map: Heatmap,
+}
+
+impl Landscape {
+    /// Evaluates `nll` on an `n × n` grid over `slice`.
+    fn evaluate(
+        space: &'static str,
+        title: String,
+        slice: Slice,
+        n: usize,
+        nll: &mut dyn FnMut(Vec<Tensor<f64>>) -> Result<f64>,
+    ) -> Result<Landscape> {
+        let axis = slice.axis(n);
+        let mut values = Vec::with_capacity(n);
+        for &b in &axis {
+            let mut row = Vec::with_capacity(n);
+            for &a in &axis {
+                row.push(nll(slice.point(a, b)?)?);
+            }
+            values.push(row);
+        }
+        let map = Heatmap {
+            title,
+            values,
+            alphas: axis.clone(),
+            betas: axis,
+            path: slice.coords.clone(),
+        };
+        Ok(Landscape { space, slice, map })
+    }
+
+    /// The NLL at the centre, the grid's minimum and median.
+    fn summary(&self) -> (f64, f64, f64) {
+        let n = self.map.alphas.len();
+        let centre = self.map.values[n / 2][n / 2];
+        let mut v: Vec<f64> = self
+            .map
+            .values
+            .iter()
+            .flatten()
+            .cloned()
+            .filter(|x| x.is_finite())
+            .collect();
+        v.sort_by(f64::total_cmp);
+        (
+            centre,
+            v.first().copied().unwrap_or(f64::NAN),
+            v.get(v.len() / 2).copied().unwrap_or(f64::NAN),
+        )
+    }
 }
 
 /// One training run.
@@ -117,6 +185,7 @@ pub fn train_one(
     grid_n: usize,
     seed: u64,
     probe_every: usize,
+    landscape: usize,
     quiet: bool,
     metrics: &mut Metrics,
 ) -> Result<RunResult> {
@@ -152,6 +221,14 @@ pub fn train_one(
     let (mut skipped, mut probes) = (0, Vec::new());
     let mut track = ShoulderTrack::default();
     let track_every = (iterations / 100).max(1);
+    let (mut theta_path, mut lifted_path) = (Trajectory::default(), Trajectory::default());
+    let lifted_params: Vec<nn::Param<f64>> = m
+        .store
+        .trainable()
+        .into_iter()
+        .filter(|p| strategy == Strategy::Lift && p.name().starts_with("positivity"))
+        .collect();
+    let snap_every = (iterations / 40).max(1);
     for it in 1..=iterations {
         let batch = target.sample(256, &mut data_rng)?;
         let l = m.step(&batch, 1.0, &loss)?;
@@ -174,6 +251,13 @@ pub fn train_one(
                 metrics,
                 &mut probes,
             )?;
+        }
+        if landscape > 0 && (it % snap_every == 0 || it == 1 || it == iterations) {
+            let w = no_grad(|| m.positivity.weights(&pin))?;
+            theta_path.push(&w.iter().map(|v| v.value().clone()).collect::<Vec<_>>())?;
+            if !lifted_params.is_empty() {
+                lifted_path.push(&lifted_params.iter().map(|p| p.value()).collect::<Vec<_>>())?;
+            }
         }
         if it % every == 0 || it == iterations {
             metrics.push(&series, it, "train_nll", l);
@@ -199,7 +283,52 @@ pub fn train_one(
         let lz = log_partition(&m, &w, &Var::constant(fine), fdx)?;
         m.net.forward_with(&test, &w)?.mean_all()?.add(&lz)?.item()
     })?;
+    let mut landscapes = Vec::new();
+    if landscape > 0 {
+        let (coarse, cdx) = grid(target, 2000)?;
+        let coarse = Var::constant(coarse);
+        let score = |m: &Model, w: &[Var<f64>]| -> Result<f64> {
+            no_grad(|| {
+                let lz = log_partition(m, w, &coarse, cdx)?;
+                m.net.forward_with(&test, w)?.mean_all()?.add(&lz)?.item()
+            })
+        };
+        let cell = cell_name(strategy, lift.variant);
+        let slice = Slice::of(&theta_path)?;
+        landscapes.push(Landscape::evaluate(
+            "θ",
+            format!(
+                "{}, {cell}: test NLL over θ ({:.0} % of the path's variance)",
+                target.name(),
+                100.0 * slice.explained
+            ),
+            slice,
+            landscape,
+            &mut |w| score(&m, &w.into_iter().map(Var::constant).collect::<Vec<_>>()),
+        )?);
+        if !lifted_params.is_empty() {
+            let slice = Slice::of(&lifted_path)?;
+            let saved: Vec<Tensor<f64>> = lifted_params.iter().map(|p| p.value()).collect();
+            let title = format!(
+                "{}, {cell}: test NLL over the lifted (φ, b) ({:.0} %)",
+                target.name(),
+                100.0 * slice.explained
+            );
+            let map = Landscape::evaluate("lifted (φ, b)", title, slice, landscape, &mut |point| {
+                for (p, v) in lifted_params.iter().zip(point) {
+                    p.set(v)?;
+                }
+                let w = no_grad(|| m.positivity.weights(&pin))?;
+                score(&m, &w)
+            });
+            for (p, v) in lifted_params.iter().zip(saved) {
+                p.set(v)?;
+            }
+            landscapes.push(map?);
+        }
+    }
     Ok(RunResult {
+        landscapes,
         tv,
         nll,
         shoulder: m.positivity.shoulder_occupancy(&pin)?,
@@ -236,6 +365,18 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         &["target", "method", "parameters", "total variation", "test NLL", "shoulder occupancy", "non-finite steps skipped", "s / run"],
     );
     let probe_every: usize = cfg.opt("probe-every", iterations / 5)?;
+    let landscape: usize = cfg.opt("landscape", if cfg.quick { 15 } else { 31 })?;
+    if landscape == 1 {
+        return Err(Error::value(
+            "lift-ebm-1d",
+            "--landscape needs at least 2 grid points per axis (or 0 for none)",
+        ));
+    }
+    let mut maps = Vec::new();
+    let mut lands = Table::new(
+        &format!("lift-ebm-1d: loss landscapes at seed {} (landscape.svg): test NLL on a {landscape}×{landscape} grid over the slice through the last iterate along the trajectory's top two PCA directions (filter-normalised, radius 1.6 × the path's extent), in θ (the non-negative weights) and, for the lift, in its own (φ, b)", seeds[0]),
+        &["target", "cell", "space", "path variance in the slice", "NLL at the last iterate", "grid minimum", "grid median"],
+    );
     let mut escapes = Table::new(
         &format!("lift-ebm-1d: escape dynamics, seed {}: every latent entry's shoulder membership (sigmoid(θ̃) ≤ 0.05; PGD: clamped to 0) at 100 snapshots over training", seeds[0]),
         &["target", "cell", "entries ever on the shoulder", "of all entries, on it and later off", "state changes per entry"],
@@ -272,6 +413,11 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                     grid_n,
                     seed,
                     if probing { probe_every } else { 0 },
+                    if seed == seeds[0] && strategy != Strategy::SoftplusWide {
+                        landscape
+                    } else {
+                        0
+                    },
                     cfg.quiet,
                     &mut metrics,
                 )?;
@@ -285,6 +431,19 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                     if let Some(e) = &r.escape {
                         escapes.row(escape_row(target.name(), strategy.name(), e));
                     }
+                }
+                for l in r.landscapes {
+                    let (centre, min, median) = l.summary();
+                    lands.row(vec![
+                        target.name().into(),
+                        strategy.name().into(),
+                        l.space.into(),
+                        format!("{:.1} %", 100.0 * l.slice.explained),
+                        format!("{centre:.3}"),
+                        format!("{min:.3}"),
+                        format!("{median:.3}"),
+                    ]);
+                    maps.push(l.map);
                 }
                 if seed == seeds[0] {
                     let tag = format!("{}.{}", target.name(), strategy.name());
@@ -326,6 +485,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                     grid_n,
                     seeds[0],
                     probe_every,
+                    0,
                     cfg.quiet,
                     &mut metrics,
                 )?;
@@ -358,7 +518,21 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         "iteration",
     )?;
     dir.write_model(model, vec![("experiment".into(), "lift-ebm-1d".into())])?;
+    if !maps.is_empty() {
+        let path = dir.path.join("landscape.svg");
+        std::fs::write(
+            &path,
+            heatmap::render(
+                "lift-ebm-1d: loss landscapes along the training path (white; ○ start, ● end)",
+                &maps,
+            ),
+        )
+        .map_err(|e| Error::io(path.display().to_string(), &e))?;
+    }
     let mut tables = vec![table];
+    if landscape > 0 {
+        tables.push(lands);
+    }
     if probe_every > 0 {
         tables.push(sigma);
         tables.push(escapes);
@@ -377,4 +551,54 @@ fn escape_row(target: &str, cell: &str, e: &Escape) -> Vec<String> {
         format!("{:.3}", e.left),
         format!("{:.2}", e.changes),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_landscape_leaves_training_and_the_trained_model_untouched() {
+        // Measuring the landscapes (snapshots during training, the lifted-space grid
+        // that writes the hypernetwork's parameters) changes nothing a run reports:
+        // the same model bits and NLL as an unmeasured run; the lift gets a θ and a
+        // lifted slice, PGD only θ.
+        let lift = LiftConfig::default();
+        let run = |strategy, landscape| {
+            train_one(
+                Target1d::Gumbel,
+                strategy,
+                &lift,
+                8,
+                30,
+                200,
+                3,
+                0,
+                landscape,
+                true,
+                &mut Metrics::default(),
+            )
+            .unwrap()
+        };
+        for (strategy, slices) in [(Strategy::Lift, 2), (Strategy::Pgd, 1)] {
+            let (plain, measured) = (run(strategy, 0), run(strategy, 4));
+            assert_eq!(measured.landscapes.len(), slices);
+            assert_eq!(measured.nll.to_bits(), plain.nll.to_bits());
+            let bits = |r: &RunResult| -> Vec<(String, Vec<u64>)> {
+                r.tensors
+                    .iter()
+                    .map(|(k, v)| {
+                        let nn::checkpoint::AnyTensor::F64(t) = v else {
+                            panic!("the lift models are f64")
+                        };
+                        (k.clone(), t.to_vec().iter().map(|x| x.to_bits()).collect())
+                    })
+                    .collect()
+            };
+            assert_eq!(bits(&measured), bits(&plain));
+            let l = &measured.landscapes[0];
+            assert_eq!(l.map.values.len(), 4);
+            assert!(l.map.values.iter().flatten().all(|v| v.is_finite()));
+        }
+    }
 }

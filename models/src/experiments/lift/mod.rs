@@ -4,6 +4,7 @@
 
 pub mod ebm1d;
 pub mod flow2d;
+pub mod landscape;
 pub mod latent;
 pub mod tabular;
 
