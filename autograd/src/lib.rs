@@ -10,7 +10,8 @@
 //! them, so gradients can be differentiated again ([`hvp`], [`jvp`], log-det of an
 //! input Hessian). [`gradcheck`] and [`gradgradcheck`] compare the analytic
 //! derivatives with finite differences; [`detect_anomaly`] reports the first op that
-//! produces a NaN or infinity. The tape is released when the last `Var` of a forward
+//! produces a NaN or infinity; [`trace`] records every op and finds the first one
+//! where two runs part. The tape is released when the last `Var` of a forward
 //! pass is dropped.
 #![forbid(unsafe_code)]
 
@@ -19,6 +20,7 @@ pub mod functional;
 pub mod gradcheck;
 pub mod mode;
 pub mod ops;
+pub mod trace;
 pub mod var;
 
 pub use engine::{backward, backward_retaining, grad, Grads};

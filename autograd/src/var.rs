@@ -186,6 +186,9 @@ pub fn record<T: Element>(
     backward: impl Fn(&Ctx<'_, T>) -> Result<Vec<Option<Var<T>>>> + Send + Sync + 'static,
 ) -> Result<Var<T>> {
     let location = Location::caller();
+    if crate::trace::is_on() {
+        crate::trace::observe(op, location, &value);
+    }
     if mode::anomaly_enabled() && !value.all_finite() {
         let shapes: Vec<Vec<usize>> = inputs.iter().map(|v| v.shape().to_vec()).collect();
         return Err(Error::non_finite(

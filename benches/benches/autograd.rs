@@ -1,11 +1,13 @@
-//! The tape: an MLP's forward+backward against its forward alone, and the cost of
-//! one recorded op (forward and backward) on tiny tensors.
+//! The tape: an MLP's forward+backward against its forward alone, the cost of one
+//! recorded op (forward and backward) on tiny tensors, and the audit trace's cost
+//! (off: one atomic load per op; on: a hash of every output).
 //!
 //! Run: `cargo bench -p benches --bench autograd`.
 
 // criterion_group! generates an undocumented public function.
 #![allow(missing_docs)]
 
+use autograd::trace::{self, TraceConfig};
 use autograd::{backward, no_grad, Var};
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use std::time::Duration;
@@ -90,6 +92,16 @@ fn mlp_step(c: &mut Criterion) {
             let loss = mlp.loss(&x, &y, &p).unwrap();
             black_box(backward(&loss).unwrap())
         })
+    });
+    g.bench_function("forward_backward_traced", |b| {
+        // Every op kept (≈ 40 per step; the bench's few hundred steps fit in memory).
+        trace::start(TraceConfig::default()).unwrap();
+        b.iter(|| {
+            let p = mlp.params(true);
+            let loss = mlp.loss(&x, &y, &p).unwrap();
+            black_box(backward(&loss).unwrap())
+        });
+        trace::stop();
     });
     g.finish();
 }

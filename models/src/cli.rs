@@ -22,6 +22,8 @@ pub struct RunConfig {
     pub data: Option<PathBuf>,
     /// No progress lines on stderr.
     pub quiet: bool,
+    /// Write the run's audit trace (every op: name, shape, output hash) here.
+    pub trace: Option<PathBuf>,
     extra: BTreeMap<String, String>,
     /// The run folder the runner created before training, with its experiment.
     prepared: Option<(String, RunDir)>,
@@ -37,6 +39,7 @@ impl Default for RunConfig {
             out: PathBuf::from("runs"),
             data: None,
             quiet: false,
+            trace: None,
             extra: BTreeMap::new(),
             prepared: None,
         }
@@ -96,6 +99,7 @@ impl RunConfig {
                         }
                         "out" => cfg.out = PathBuf::from(v),
                         "data" => cfg.data = Some(PathBuf::from(v)),
+                        "trace" => cfg.trace = Some(PathBuf::from(v)),
                         _ => {
                             cfg.extra.insert(key, v.clone());
                         }

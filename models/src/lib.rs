@@ -3,6 +3,7 @@
 //! and the experiment registry behind the `models` command.
 #![forbid(unsafe_code)]
 
+pub mod audit;
 pub mod cli;
 pub mod data;
 pub mod experiments;

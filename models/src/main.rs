@@ -4,12 +4,12 @@
 use models::cli::RunConfig;
 use models::experiments::{demo, registry, run_experiment};
 
-const COMMON: &str = "common options: --seed N  --seeds N  --threads N  --quick  --out DIR (runs)  --data DIR  --quiet";
+const COMMON: &str = "common options: --seed N  --seeds N  --threads N  --quick  --out DIR (runs)  --data DIR  --quiet  --trace FILE (audit trace: every op, its shape and output hash)";
 
 fn usage() -> String {
     let mut s = String::from("usage: models <experiment> [options]\n\nexperiments:\n");
     s.push_str(
-        "  list        this list\n  demo        the quick setting of every demo experiment\n",
+        "  list        this list\n  demo        the quick setting of every demo experiment\n  trace-diff A B         the first op where two audit traces part\n  determinism-check EXP  EXP's quick setting at 1 and 2 threads, traced: bit-identical or the first divergent op\n",
     );
     for e in registry() {
         s.push_str(&format!("  {:<11} {}\n", e.name, e.about));
@@ -18,8 +18,59 @@ fn usage() -> String {
     s
 }
 
+/// `trace-diff A B`: prints where two traces part; fails (exit 1) when they do.
+fn trace_diff(args: &[String]) -> tensor::Result<bool> {
+    let [a, b] = args else {
+        return Err(tensor::Error::value(
+            "trace-diff",
+            "usage: models trace-diff A.csv B.csv",
+        ));
+    };
+    let d = models::audit::trace_diff(a.as_ref(), b.as_ref())?;
+    println!("{d}");
+    Ok(matches!(d, autograd::trace::Divergence::Identical { .. }))
+}
+
+/// `determinism-check EXP [options]`: EXP's quick setting at 1 and 2 threads.
+fn determinism_check(args: &[String]) -> tensor::Result<bool> {
+    let name = args.first().ok_or_else(|| {
+        tensor::Error::value(
+            "determinism-check",
+            "usage: models determinism-check EXP [options]",
+        )
+    })?;
+    let cfg = RunConfig::parse(&args[1..])?;
+    let e = registry()
+        .into_iter()
+        .find(|e| e.name == name)
+        .ok_or_else(|| {
+            tensor::Error::value(
+                "models",
+                format!("unknown experiment '{name}'; run `models list`"),
+            )
+        })?;
+    let mut same = true;
+    for (n, d) in models::audit::determinism_check(&e, &cfg, &[1, 2])? {
+        println!("{name}, 1 vs {n} threads: {d}");
+        same &= matches!(d, autograd::trace::Divergence::Identical { .. });
+    }
+    Ok(same)
+}
+
 fn run(args: &[String]) -> tensor::Result<()> {
     let name = args.first().map(String::as_str).unwrap_or("list");
+    let rest = &args[args.len().min(1)..];
+    let verdict = match name {
+        "trace-diff" => Some(trace_diff(rest)?),
+        "determinism-check" => Some(determinism_check(rest)?),
+        _ => None,
+    };
+    if let Some(same) = verdict {
+        if !same {
+            std::process::exit(1);
+        }
+        return Ok(());
+    }
     let cfg = RunConfig::parse(&args[args.len().min(1)..])?;
     let mut pool = rayon::ThreadPoolBuilder::new();
     if let Some(n) = cfg.threads {

@@ -170,6 +170,9 @@ impl<T: Element> Optimizer<T> for Adam<T> {
             self.m[i] = moments.pop();
         }
         self.step = t;
+        if autograd::trace::is_on() {
+            autograd::trace::next_step();
+        }
         Ok(())
     }
 

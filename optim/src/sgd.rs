@@ -139,6 +139,9 @@ impl<T: Element> Optimizer<T> for Sgd<T> {
                 self.momentum[i] = new_b;
             }
         }
+        if autograd::trace::is_on() {
+            autograd::trace::next_step();
+        }
         Ok(())
     }
 

@@ -165,6 +165,11 @@ pub fn registry() -> Vec<Experiment> {
 /// fails before any training); a run that fails before writing anything leaves no
 /// empty folder behind.
 pub fn run_experiment(e: &Experiment, cfg: &RunConfig) -> Result<Vec<Table>> {
+    if let Some(path) = &cfg.trace {
+        let mut inner = cfg.clone();
+        inner.trace = None;
+        return crate::audit::traced(path, || run_experiment(e, &inner));
+    }
     let cfg = cfg.prepare_run_dir(e.name)?;
     let out = (e.run)(&cfg);
     if out.is_err() {
@@ -184,7 +189,13 @@ pub fn demo(cfg: &RunConfig) -> Result<Vec<Table>> {
     let mut tables = Vec::new();
     for e in registry().into_iter().filter(|e| e.in_demo) {
         eprintln!("== {}: {}", e.name, e.about);
-        let t = run_experiment(&e, &quick)?;
+        // One trace per experiment: `--trace P` writes P.<experiment>.csv.
+        let mut one = quick.clone();
+        one.trace = cfg
+            .trace
+            .as_ref()
+            .map(|p| p.with_extension(format!("{}.csv", e.name)));
+        let t = run_experiment(&e, &one)?;
         for table in &t {
             println!("{}", table.render());
         }

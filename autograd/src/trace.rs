@@ -1,0 +1,427 @@
+//! The audit trace: a per-op record of a run, and the first op where two runs part.
+//!
+//! With tracing on ([`start`]), every op that passes through [`crate::record`] —
+//! forward ops, and backward rules, which are written as ops — appends a
+//! [`Record`]: a sequence number, the training step ([`set_step`]), the op's name,
+//! the call site, dtype and shape, a 64-bit hash of the output's bits in logical
+//! (row-major) order, and optionally its minimum, maximum and count of non-finite
+//! values. [`diff`] walks two traces and reports where their op sequences part (a
+//! different op or shape) or, when the sequences agree, the first op whose output
+//! bits differ — what PyTorch's deterministic mode and anomaly detection cannot say.
+//!
+//! Off by default, and then one relaxed atomic load per op. Records are kept in
+//! memory (up to a cap, the rest counted) and written as CSV, one line per op
+//! ([`Trace::write`]): a line is ~100 bytes, diffable with ordinary tools, and
+//! readable without this crate; a binary format would be 3× smaller and unreadable.
+//! Ops recorded from several threads at once would interleave nondeterministically;
+//! the engine records from one thread (kernels parallelise below the tape).
+
+use std::fmt::Write as _;
+use std::panic::Location;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use tensor::{DType, Element, Error, Result, Tensor};
+
+/// What to record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceConfig {
+    /// Record the ops of every this many steps (1 = every op; steps are set by the
+    /// training loop with [`set_step`], ops before the first call are step 0).
+    pub every_steps: u64,
+    /// Keep at most this many records; later ones are counted, not kept.
+    pub max_records: usize,
+    /// Also compute min, max and the count of non-finite values of each output.
+    pub stats: bool,
+}
+
+impl Default for TraceConfig {
+    fn default() -> Self {
+        TraceConfig {
+            every_steps: 1,
+            max_records: 10_000_000,
+            stats: true,
+        }
+    }
+}
+
+/// One executed op.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    /// Position among all ops executed while tracing (sampled-out ops included).
+    pub seq: u64,
+    /// The training step it ran in.
+    pub step: u64,
+    /// The op's name.
+    pub op: String,
+    /// Where it was called (file:line:column).
+    pub site: String,
+    /// "f32" or "f64".
+    pub dtype: String,
+    /// Output shape.
+    pub shape: Vec<usize>,
+    /// 64-bit hash of the output's bits in row-major order.
+    pub hash: u64,
+    /// Smallest finite output value (NaN when none or when stats are off).
+    pub min: f64,
+    /// Largest finite output value (NaN when none or when stats are off).
+    pub max: f64,
+    /// Number of NaN or infinite outputs (0 when stats are off).
+    pub non_finite: usize,
+}
+
+/// A recorded run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Trace {
+    /// The kept records, in execution order.
+    pub records: Vec<Record>,
+    /// Ops executed while tracing (kept, sampled out or over the cap).
+    pub ops: u64,
+    /// Ops over the cap, counted but not kept.
+    pub dropped: u64,
+}
+
+struct State {
+    cfg: TraceConfig,
+    trace: Trace,
+}
+
+static ON: AtomicBool = AtomicBool::new(false);
+static STEP: AtomicU64 = AtomicU64::new(0);
+static STATE: Mutex<Option<State>> = Mutex::new(None);
+
+fn state() -> std::sync::MutexGuard<'static, Option<State>> {
+    STATE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Starts tracing (process-wide), discarding any trace in progress.
+pub fn start(cfg: TraceConfig) -> Result<()> {
+    if cfg.every_steps == 0 || cfg.max_records == 0 {
+        return Err(Error::value(
+            "trace",
+            format!(
+                "every_steps and max_records must be positive, got {} and {}",
+                cfg.every_steps, cfg.max_records
+            ),
+        ));
+    }
+    STEP.store(0, Ordering::Relaxed);
+    *state() = Some(State {
+        cfg,
+        trace: Trace::default(),
+    });
+    ON.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// Stops tracing and returns what was recorded (`None` if tracing was off).
+pub fn stop() -> Option<Trace> {
+    ON.store(false, Ordering::Release);
+    state().take().map(|s| s.trace)
+}
+
+/// Whether tracing is on.
+pub fn is_on() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
+/// Marks the start of training step `step` (for sampling and for the records).
+pub fn set_step(step: u64) {
+    STEP.store(step, Ordering::Relaxed);
+}
+
+/// Advances the step counter by one: the optimisers call it after each update
+/// while tracing, so a trace's steps count parameter updates.
+pub fn next_step() {
+    STEP.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A 64-bit hash of a sequence of words (a multiply-xorshift mix per word, then a
+/// final avalanche): equal inputs, equal hashes; any one-bit change changes it with
+/// overwhelming probability.
+fn hash_words(words: impl Iterator<Item = u64>) -> u64 {
+    let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
+    for w in words {
+        h = (h ^ w).wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+    }
+    h = (h ^ (h >> 33)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+/// The hash of a tensor's values in row-major order (shape included, so a reshape
+/// of the same bits hashes differently).
+pub fn tensor_hash<T: Element>(t: &Tensor<T>) -> u64 {
+    let shape = t.shape().iter().map(|&d| d as u64);
+    let values = t.to_vec().into_iter().map(|v| match T::DTYPE {
+        DType::F32 => (v.as_f64() as f32).to_bits() as u64,
+        DType::F64 => v.as_f64().to_bits(),
+    });
+    hash_words(shape.chain(std::iter::once(u64::MAX)).chain(values))
+}
+
+/// Called by [`crate::record`] for every op while tracing is on.
+pub(crate) fn observe<T: Element>(op: &'static str, site: &Location<'_>, value: &Tensor<T>) {
+    let mut guard = state();
+    let Some(st) = guard.as_mut() else {
+        return;
+    };
+    let seq = st.trace.ops;
+    st.trace.ops += 1;
+    let step = STEP.load(Ordering::Relaxed);
+    if step % st.cfg.every_steps != 0 {
+        return;
+    }
+    if st.trace.records.len() >= st.cfg.max_records {
+        st.trace.dropped += 1;
+        return;
+    }
+    let (mut min, mut max, mut non_finite) = (f64::NAN, f64::NAN, 0);
+    if st.cfg.stats {
+        for v in value.to_vec() {
+            let v = v.as_f64();
+            if v.is_finite() {
+                min = if min.is_nan() { v } else { min.min(v) };
+                max = if max.is_nan() { v } else { max.max(v) };
+            } else {
+                non_finite += 1;
+            }
+        }
+    }
+    st.trace.records.push(Record {
+        seq,
+        step,
+        op: op.to_string(),
+        site: format!("{}:{}:{}", site.file(), site.line(), site.column()),
+        dtype: match T::DTYPE {
+            DType::F32 => "f32".into(),
+            DType::F64 => "f64".into(),
+        },
+        shape: value.shape().to_vec(),
+        hash: tensor_hash(value),
+        min,
+        max,
+        non_finite,
+    });
+}
+
+const HEADER: &str = "seq,step,op,dtype,shape,hash,min,max,non_finite,site";
+
+impl Trace {
+    /// The trace as CSV: a header, then one line per record (`shape` as 2x3, `hash`
+    /// as 16 hex digits, the call site last), then a `#` line with the op counts.
+    pub fn to_csv(&self) -> String {
+        let mut s = String::with_capacity(64 + 100 * self.records.len());
+        let _ = writeln!(s, "{HEADER}");
+        for r in &self.records {
+            let shape: Vec<String> = r.shape.iter().map(|d| d.to_string()).collect();
+            let _ = writeln!(
+                s,
+                "{},{},{},{},{},{:016x},{:e},{:e},{},{}",
+                r.seq,
+                r.step,
+                r.op,
+                r.dtype,
+                shape.join("x"),
+                r.hash,
+                r.min,
+                r.max,
+                r.non_finite,
+                r.site
+            );
+        }
+        let _ = writeln!(s, "# ops {} dropped {}", self.ops, self.dropped);
+        s
+    }
+
+    /// Parses what [`Trace::to_csv`] wrote; `what` names the source in errors.
+    pub fn from_csv(text: &str, what: &str) -> Result<Trace> {
+        let mut lines = text.lines().enumerate();
+        match lines.next() {
+            Some((_, h)) if h == HEADER => {}
+            _ => {
+                return Err(Error::format(
+                    what,
+                    format!("not a trace: the first line must be '{HEADER}'"),
+                ))
+            }
+        }
+        let mut trace = Trace::default();
+        let mut counts = None;
+        for (i, line) in lines {
+            let bad = |d: &str| Error::format(what, format!("line {}: {d}", i + 1));
+            if let Some(rest) = line.strip_prefix("# ops ") {
+                let (ops, dropped) = rest
+                    .split_once(" dropped ")
+                    .ok_or_else(|| bad("malformed count line"))?;
+                counts = Some((
+                    ops.parse().map_err(|_| bad("bad op count"))?,
+                    dropped.parse().map_err(|_| bad("bad dropped count"))?,
+                ));
+                continue;
+            }
+            let f: Vec<&str> = line.splitn(10, ',').collect();
+            if f.len() != 10 {
+                return Err(bad(&format!("{} fields, expected 10", f.len())));
+            }
+            let num = |s: &str, name: &str| -> Result<f64> {
+                s.parse().map_err(|_| bad(&format!("bad {name} '{s}'")))
+            };
+            let shape = if f[4].is_empty() {
+                Vec::new()
+            } else {
+                f[4].split('x')
+                    .map(|d| d.parse().map_err(|_| bad(&format!("bad shape '{}'", f[4]))))
+                    .collect::<Result<_>>()?
+            };
+            trace.records.push(Record {
+                seq: f[0].parse().map_err(|_| bad("bad seq"))?,
+                step: f[1].parse().map_err(|_| bad("bad step"))?,
+                op: f[2].to_string(),
+                dtype: f[3].to_string(),
+                shape,
+                hash: u64::from_str_radix(f[5], 16).map_err(|_| bad("bad hash"))?,
+                min: num(f[6], "min")?,
+                max: num(f[7], "max")?,
+                non_finite: f[8].parse().map_err(|_| bad("bad non_finite"))?,
+                site: f[9].to_string(),
+            });
+        }
+        let (ops, dropped) = counts.ok_or_else(|| {
+            Error::format(what, "no '# ops' line at the end: the trace is truncated")
+        })?;
+        trace.ops = ops;
+        trace.dropped = dropped;
+        Ok(trace)
+    }
+
+    /// Writes the CSV to `path` atomically (a temp file in the same folder, then a
+    /// rename), so an interrupted run never leaves a half trace under that name.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+        let io = |p: &Path, e: std::io::Error| Error::io(p.display().to_string(), &e);
+        std::fs::write(&tmp, self.to_csv()).map_err(|e| io(&tmp, e))?;
+        std::fs::rename(&tmp, path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            io(path, e)
+        })
+    }
+
+    /// Reads a trace file.
+    pub fn read(path: &Path) -> Result<Trace> {
+        let what = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(&what, &e))?;
+        Trace::from_csv(&text, &what)
+    }
+}
+
+/// Where two traces part.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Divergence {
+    /// Same ops, same shapes, same bits for every kept record.
+    Identical {
+        /// Records compared.
+        records: usize,
+    },
+    /// The op sequences agree up to `index`, where the op name, dtype or shape
+    /// differ, or one trace ends.
+    Sequence {
+        /// Position of the first difference among the kept records.
+        index: usize,
+        /// Record of the first trace there (None: it ended).
+        a: Option<Record>,
+        /// Record of the second trace there.
+        b: Option<Record>,
+    },
+    /// Same op sequence; the first op whose output bits differ.
+    Values {
+        /// Position among the kept records.
+        index: usize,
+        /// Its record in the first trace.
+        a: Record,
+        /// Its record in the second trace.
+        b: Record,
+        /// Up to five records before it (from the first trace).
+        before: Vec<Record>,
+    },
+}
+
+/// Compares two traces: a difference in the op sequence (name, dtype, shape) is
+/// reported where it occurs, even after differing values; otherwise the first
+/// value difference.
+pub fn diff(a: &Trace, b: &Trace) -> Divergence {
+    let mut first_value = None;
+    let n = a.records.len().max(b.records.len());
+    for i in 0..n {
+        match (a.records.get(i), b.records.get(i)) {
+            (Some(x), Some(y)) if x.op == y.op && x.dtype == y.dtype && x.shape == y.shape => {
+                if first_value.is_none() && x.hash != y.hash {
+                    first_value = Some(i);
+                }
+            }
+            (x, y) => {
+                if let Some(v) = first_value {
+                    return values(a, b, v);
+                }
+                return Divergence::Sequence {
+                    index: i,
+                    a: x.cloned(),
+                    b: y.cloned(),
+                };
+            }
+        }
+    }
+    match first_value {
+        Some(v) => values(a, b, v),
+        None => Divergence::Identical { records: n },
+    }
+}
+
+fn values(a: &Trace, b: &Trace, index: usize) -> Divergence {
+    Divergence::Values {
+        index,
+        a: a.records[index].clone(),
+        b: b.records[index].clone(),
+        before: a.records[index.saturating_sub(5)..index].to_vec(),
+    }
+}
+
+impl std::fmt::Display for Divergence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let line = |r: &Record| {
+            format!(
+                "#{} step {} {} {} {:?} hash {:016x} [min {:e}, max {:e}, non-finite {}] at {}",
+                r.seq, r.step, r.op, r.dtype, r.shape, r.hash, r.min, r.max, r.non_finite, r.site
+            )
+        };
+        match self {
+            Divergence::Identical { records } => {
+                write!(f, "bit-identical across {records} ops")
+            }
+            Divergence::Sequence { index, a, b } => {
+                writeln!(f, "the op sequences part at record {index}:")?;
+                let show = |r: &Option<Record>| r.as_ref().map_or("(trace ends)".into(), line);
+                writeln!(f, "  A: {}", show(a))?;
+                write!(f, "  B: {}", show(b))
+            }
+            Divergence::Values {
+                index,
+                a,
+                b,
+                before,
+            } => {
+                writeln!(
+                    f,
+                    "first divergent op at record {index} (same op sequence up to there):"
+                )?;
+                writeln!(f, "  A: {}", line(a))?;
+                writeln!(f, "  B: {}", line(b))?;
+                write!(f, "  after (identical in both):")?;
+                for r in before {
+                    write!(f, "\n    {}", line(r))?;
+                }
+                Ok(())
+            }
+        }
+    }
+}

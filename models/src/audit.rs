@@ -1,0 +1,87 @@
+//! Audit traces of whole runs: `--trace PATH` on any experiment, `trace-diff A B`,
+//! and `determinism-check EXP`, which runs an experiment's quick setting at 1 and 2
+//! threads with tracing on and names the first op where the runs part.
+
+use crate::cli::RunConfig;
+use crate::experiments::{run_experiment, Experiment};
+use autograd::trace::{self, diff, Divergence, Trace, TraceConfig};
+use std::path::Path;
+use tensor::{Error, Result};
+
+/// Runs `f` with tracing on and writes the trace to `path` (refusing, before
+/// anything runs, a path that exists: a trace never overwrites another). Returns
+/// `f`'s result; the trace is written even when `f` fails, so a failing run can
+/// be audited too.
+pub fn traced<R>(path: &Path, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    if path.exists() {
+        return Err(Error::value(
+            "--trace",
+            format!(
+                "{} exists; a trace never overwrites another",
+                path.display()
+            ),
+        ));
+    }
+    trace::start(TraceConfig::default())?;
+    let out = f();
+    let recorded = trace::stop().unwrap_or_default();
+    recorded.write(path)?;
+    eprintln!(
+        "trace: {} ops ({} kept, {} over the cap) in {}",
+        recorded.ops,
+        recorded.records.len(),
+        recorded.dropped,
+        path.display()
+    );
+    out
+}
+
+/// Compares two trace files.
+pub fn trace_diff(a: &Path, b: &Path) -> Result<Divergence> {
+    Ok(diff(&Trace::read(a)?, &Trace::read(b)?))
+}
+
+/// Runs `e`'s quick setting once per thread count in `threads`, each in its own
+/// worker pool with tracing on, and compares every trace with the first. The runs
+/// write to folders under `cfg.out`; their traces go beside them.
+pub fn determinism_check(
+    e: &Experiment,
+    cfg: &RunConfig,
+    threads: &[usize],
+) -> Result<Vec<(usize, Divergence)>> {
+    if threads.len() < 2 || threads.contains(&0) {
+        return Err(Error::value(
+            "determinism-check",
+            format!("needs at least two positive thread counts, got {threads:?}"),
+        ));
+    }
+    let mut quick = cfg.clone();
+    quick.quick = true;
+    quick.quiet = true;
+    let dir = quick
+        .prepare_run_dir("determinism-check")?
+        .run_dir("determinism-check")?;
+    let mut traces = Vec::new();
+    for &n in threads {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .map_err(|err| {
+                Error::value(
+                    "determinism-check",
+                    format!("cannot start {n} threads: {err}"),
+                )
+            })?;
+        let path = dir.path.join(format!("{}-{n}threads.trace.csv", e.name));
+        let mut run = quick.clone();
+        run.trace = None;
+        run.out = dir.path.join(format!("{n}threads"));
+        pool.install(|| traced(&path, || run_experiment(e, &run)))?;
+        traces.push((n, Trace::read(&path)?));
+    }
+    let (_, first) = &traces[0];
+    Ok(traces[1..]
+        .iter()
+        .map(|(n, t)| (*n, diff(first, t)))
+        .collect())
+}
