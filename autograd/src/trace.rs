@@ -33,6 +33,10 @@ pub struct TraceConfig {
     pub max_records: usize,
     /// Also compute min, max and the count of non-finite values of each output.
     pub stats: bool,
+    /// Keep the full values of every op's inputs and output during this step, so
+    /// that [`diff`] can report by how much two runs differ at their first
+    /// divergent op (when both kept that step).
+    pub values_step: Option<u64>,
 }
 
 impl Default for TraceConfig {
@@ -41,6 +45,7 @@ impl Default for TraceConfig {
             every_steps: 1,
             max_records: 10_000_000,
             stats: true,
+            values_step: None,
         }
     }
 }
@@ -68,6 +73,11 @@ pub struct Record {
     pub max: f64,
     /// Number of NaN or infinite outputs (0 when stats are off).
     pub non_finite: usize,
+    /// The output's values in row-major order, in the step chosen by
+    /// [`TraceConfig::values_step`] (empty otherwise).
+    pub values: Vec<f64>,
+    /// The inputs' values, in that step (empty otherwise).
+    pub inputs: Vec<Vec<f64>>,
 }
 
 /// A recorded run.
@@ -161,7 +171,12 @@ pub fn tensor_hash<T: Element>(t: &Tensor<T>) -> u64 {
 }
 
 /// Called by [`crate::record`] for every op while tracing is on.
-pub(crate) fn observe<T: Element>(op: &'static str, site: &Location<'_>, value: &Tensor<T>) {
+pub(crate) fn observe<T: Element>(
+    op: &'static str,
+    site: &Location<'_>,
+    value: &Tensor<T>,
+    inputs: &[&Tensor<T>],
+) {
     let mut guard = state();
     let Some(st) = guard.as_mut() else {
         return;
@@ -188,7 +203,15 @@ pub(crate) fn observe<T: Element>(op: &'static str, site: &Location<'_>, value: 
             }
         }
     }
+    let keep = st.cfg.values_step == Some(step);
+    let floats = |t: &Tensor<T>| t.to_vec().into_iter().map(|v| v.as_f64()).collect();
     st.trace.records.push(Record {
+        values: if keep { floats(value) } else { Vec::new() },
+        inputs: if keep {
+            inputs.iter().map(|t| floats(t)).collect()
+        } else {
+            Vec::new()
+        },
         seq,
         step,
         op: op.to_string(),
@@ -205,19 +228,36 @@ pub(crate) fn observe<T: Element>(op: &'static str, site: &Location<'_>, value: 
     });
 }
 
-const HEADER: &str = "seq,step,op,dtype,shape,hash,min,max,non_finite,site";
+const HEADER: &str = "seq,step,op,dtype,shape,hash,min,max,non_finite,values,inputs,site";
+
+/// Values as hex bit patterns separated by spaces (exact, and NaN-safe).
+fn hex_values(v: &[f64]) -> String {
+    v.iter()
+        .map(|x| format!("{:x}", x.to_bits()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn parse_values(s: &str) -> Option<Vec<f64>> {
+    s.split(' ')
+        .filter(|w| !w.is_empty())
+        .map(|w| u64::from_str_radix(w, 16).ok().map(f64::from_bits))
+        .collect()
+}
 
 impl Trace {
     /// The trace as CSV: a header, then one line per record (`shape` as 2x3, `hash`
-    /// as 16 hex digits, the call site last), then a `#` line with the op counts.
+    /// as 16 hex digits, kept values as hex bit patterns — inputs separated by `|` —
+    /// the call site last), then a `#` line with the op counts.
     pub fn to_csv(&self) -> String {
         let mut s = String::with_capacity(64 + 100 * self.records.len());
         let _ = writeln!(s, "{HEADER}");
         for r in &self.records {
             let shape: Vec<String> = r.shape.iter().map(|d| d.to_string()).collect();
+            let inputs: Vec<String> = r.inputs.iter().map(|v| hex_values(v)).collect();
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{:016x},{:e},{:e},{},{}",
+                "{},{},{},{},{},{:016x},{:e},{:e},{},{},{},{}",
                 r.seq,
                 r.step,
                 r.op,
@@ -227,6 +267,8 @@ impl Trace {
                 r.min,
                 r.max,
                 r.non_finite,
+                hex_values(&r.values),
+                inputs.join("|"),
                 r.site
             );
         }
@@ -260,10 +302,20 @@ impl Trace {
                 ));
                 continue;
             }
-            let f: Vec<&str> = line.splitn(10, ',').collect();
-            if f.len() != 10 {
-                return Err(bad(&format!("{} fields, expected 10", f.len())));
+            let f: Vec<&str> = line.splitn(12, ',').collect();
+            if f.len() != 12 {
+                return Err(bad(&format!("{} fields, expected 12", f.len())));
             }
+            let values = parse_values(f[9]).ok_or_else(|| bad("bad values"))?;
+            let inputs = if f[10].is_empty() {
+                Vec::new()
+            } else {
+                f[10]
+                    .split('|')
+                    .map(parse_values)
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| bad("bad input values"))?
+            };
             let num = |s: &str, name: &str| -> Result<f64> {
                 s.parse().map_err(|_| bad(&format!("bad {name} '{s}'")))
             };
@@ -284,7 +336,9 @@ impl Trace {
                 min: num(f[6], "min")?,
                 max: num(f[7], "max")?,
                 non_finite: f[8].parse().map_err(|_| bad("bad non_finite"))?,
-                site: f[9].to_string(),
+                values,
+                inputs,
+                site: f[11].to_string(),
             });
         }
         let (ops, dropped) = counts.ok_or_else(|| {
@@ -343,7 +397,28 @@ pub enum Divergence {
         b: Record,
         /// Up to five records before it (from the first trace).
         before: Vec<Record>,
+        /// Largest absolute and relative differences of the output and of each
+        /// input, when both traces kept that step's values.
+        differences: Option<Differences>,
     },
+}
+
+/// By how much two records' kept values differ.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Differences {
+    /// (max |a − b|, max |a − b| / max(|a|, |b|)) of the output.
+    pub output: (f64, f64),
+    /// The same for each input, in order.
+    pub inputs: Vec<(f64, f64)>,
+}
+
+fn max_differences(a: &[f64], b: &[f64]) -> (f64, f64) {
+    a.iter().zip(b).fold((0.0, 0.0), |(abs, rel), (x, y)| {
+        let d = (x - y).abs();
+        let scale = x.abs().max(y.abs());
+        let r = if scale > 0.0 { d / scale } else { 0.0 };
+        (f64::max(abs, d), f64::max(rel, r))
+    })
 }
 
 /// Compares two traces: a difference in the op sequence (name, dtype, shape) is
@@ -378,11 +453,24 @@ pub fn diff(a: &Trace, b: &Trace) -> Divergence {
 }
 
 fn values(a: &Trace, b: &Trace, index: usize) -> Divergence {
+    let (ra, rb) = (&a.records[index], &b.records[index]);
+    let kept = !ra.values.is_empty()
+        && ra.values.len() == rb.values.len()
+        && ra.inputs.len() == rb.inputs.len();
     Divergence::Values {
         index,
-        a: a.records[index].clone(),
-        b: b.records[index].clone(),
+        a: ra.clone(),
+        b: rb.clone(),
         before: a.records[index.saturating_sub(5)..index].to_vec(),
+        differences: kept.then(|| Differences {
+            output: max_differences(&ra.values, &rb.values),
+            inputs: ra
+                .inputs
+                .iter()
+                .zip(&rb.inputs)
+                .map(|(x, y)| max_differences(x, y))
+                .collect(),
+        }),
     }
 }
 
@@ -409,6 +497,7 @@ impl std::fmt::Display for Divergence {
                 a,
                 b,
                 before,
+                differences,
             } => {
                 writeln!(
                     f,
@@ -416,6 +505,17 @@ impl std::fmt::Display for Divergence {
                 )?;
                 writeln!(f, "  A: {}", line(a))?;
                 writeln!(f, "  B: {}", line(b))?;
+                if let Some(d) = differences {
+                    write!(
+                        f,
+                        "  output differs by up to {:e} ({:e} relative)",
+                        d.output.0, d.output.1
+                    )?;
+                    for (i, (abs, rel)) in d.inputs.iter().enumerate() {
+                        write!(f, "; input {i} by {abs:e} ({rel:e} relative)")?;
+                    }
+                    writeln!(f)?;
+                }
                 write!(f, "  after (identical in both):")?;
                 for r in before {
                     write!(f, "\n    {}", line(r))?;

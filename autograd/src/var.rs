@@ -187,7 +187,8 @@ pub fn record<T: Element>(
 ) -> Result<Var<T>> {
     let location = Location::caller();
     if crate::trace::is_on() {
-        crate::trace::observe(op, location, &value);
+        let values: Vec<&Tensor<T>> = inputs.iter().map(|v| &v.value).collect();
+        crate::trace::observe(op, location, &value, &values);
     }
     if mode::anomaly_enabled() && !value.all_finite() {
         let shapes: Vec<Vec<usize>> = inputs.iter().map(|v| v.shape().to_vec()).collect();

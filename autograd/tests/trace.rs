@@ -105,11 +105,38 @@ fn a_one_ulp_change_is_found_at_the_first_op_that_reads_it() {
             a: ra,
             b: rb,
             before,
+            differences,
         } => {
             assert_eq!((index, ra.op.as_str()), (0, "mul"));
             assert!(before.is_empty() && ra.hash != rb.hash);
+            assert!(differences.is_none(), "values were not kept");
         }
         other => panic!("expected a value divergence, got {other:?}"),
+    }
+    // With the step's values kept, the report says by how much: the scale input by
+    // one ulp, the product by at most a few ulps relative.
+    let keep = TraceConfig {
+        values_step: Some(0),
+        ..TraceConfig::default()
+    };
+    let with_values = |scale: &Tensor<f64>| {
+        trace::start(keep.clone()).unwrap();
+        run(scale);
+        let t = trace::stop().unwrap();
+        Trace::from_csv(&t.to_csv(), "kept").unwrap()
+    };
+    match diff(&with_values(&scale), &with_values(&nudged)) {
+        Divergence::Values {
+            differences: Some(d),
+            ..
+        } => {
+            let ulp = f64::from_bits(1.3f64.to_bits() + 1) - 1.3;
+            assert_eq!(d.inputs.len(), 2);
+            assert_eq!(d.inputs[0], (0.0, 0.0));
+            assert_eq!(d.inputs[1].0, ulp);
+            assert!(d.output.0 > 0.0 && d.output.1 < 4.0 * f64::EPSILON, "{d:?}");
+        }
+        other => panic!("expected differences, got {other:?}"),
     }
     // One ulp of a weight read only by a matmul: found at the first op whose bits
     // change, never before the first op that reads it.
@@ -195,7 +222,7 @@ fn a_different_op_sequence_is_its_own_finding_and_sampling_keeps_the_chosen_step
     trace::start(TraceConfig {
         every_steps: 2,
         max_records: 3,
-        stats: true,
+        ..TraceConfig::default()
     })
     .unwrap();
     for s in 0..4 {

@@ -9,10 +9,14 @@ use std::path::Path;
 use tensor::{Error, Result};
 
 /// Runs `f` with tracing on and writes the trace to `path` (refusing, before
-/// anything runs, a path that exists: a trace never overwrites another). Returns
-/// `f`'s result; the trace is written even when `f` fails, so a failing run can
-/// be audited too.
-pub fn traced<R>(path: &Path, f: impl FnOnce() -> Result<R>) -> Result<R> {
+/// anything runs, a path that exists: a trace never overwrites another), keeping
+/// the values of step `values_step` if given. Returns `f`'s result; the trace is
+/// written even when `f` fails, so a failing run can be audited too.
+pub fn traced<R>(
+    path: &Path,
+    values_step: Option<u64>,
+    f: impl FnOnce() -> Result<R>,
+) -> Result<R> {
     if path.exists() {
         return Err(Error::value(
             "--trace",
@@ -22,7 +26,10 @@ pub fn traced<R>(path: &Path, f: impl FnOnce() -> Result<R>) -> Result<R> {
             ),
         ));
     }
-    trace::start(TraceConfig::default())?;
+    trace::start(TraceConfig {
+        values_step,
+        ..TraceConfig::default()
+    })?;
     let out = f();
     let recorded = trace::stop().unwrap_or_default();
     recorded.write(path)?;
@@ -76,7 +83,7 @@ pub fn determinism_check(
         let mut run = quick.clone();
         run.trace = None;
         run.out = dir.path.join(format!("{n}threads"));
-        pool.install(|| traced(&path, || run_experiment(e, &run)))?;
+        pool.install(|| traced(&path, cfg.trace_values_step, || run_experiment(e, &run)))?;
         traces.push((n, Trace::read(&path)?));
     }
     let (_, first) = &traces[0];

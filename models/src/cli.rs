@@ -24,6 +24,8 @@ pub struct RunConfig {
     pub quiet: bool,
     /// Write the run's audit trace (every op: name, shape, output hash) here.
     pub trace: Option<PathBuf>,
+    /// Keep every op's input and output values in the trace during this step.
+    pub trace_values_step: Option<u64>,
     extra: BTreeMap<String, String>,
     /// The run folder the runner created before training, with its experiment.
     prepared: Option<(String, RunDir)>,
@@ -40,6 +42,7 @@ impl Default for RunConfig {
             data: None,
             quiet: false,
             trace: None,
+            trace_values_step: None,
             extra: BTreeMap::new(),
             prepared: None,
         }
@@ -100,6 +103,7 @@ impl RunConfig {
                         "out" => cfg.out = PathBuf::from(v),
                         "data" => cfg.data = Some(PathBuf::from(v)),
                         "trace" => cfg.trace = Some(PathBuf::from(v)),
+                        "trace-values-step" => cfg.trace_values_step = Some(parse_num(&key, v)?),
                         _ => {
                             cfg.extra.insert(key, v.clone());
                         }

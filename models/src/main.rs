@@ -4,7 +4,7 @@
 use models::cli::RunConfig;
 use models::experiments::{demo, registry, run_experiment};
 
-const COMMON: &str = "common options: --seed N  --seeds N  --threads N  --quick  --out DIR (runs)  --data DIR  --quiet  --trace FILE (audit trace: every op, its shape and output hash)";
+const COMMON: &str = "common options: --seed N  --seeds N  --threads N  --quick  --out DIR (runs)  --data DIR  --quiet  --trace FILE (audit trace: every op, its shape and output hash)  --trace-values-step N (keep that step's values)";
 
 fn usage() -> String {
     let mut s = String::from("usage: models <experiment> [options]\n\nexperiments:\n");

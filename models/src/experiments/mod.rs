@@ -168,7 +168,7 @@ pub fn run_experiment(e: &Experiment, cfg: &RunConfig) -> Result<Vec<Table>> {
     if let Some(path) = &cfg.trace {
         let mut inner = cfg.clone();
         inner.trace = None;
-        return crate::audit::traced(path, || run_experiment(e, &inner));
+        return crate::audit::traced(path, cfg.trace_values_step, || run_experiment(e, &inner));
     }
     let cfg = cfg.prepare_run_dir(e.name)?;
     let out = (e.run)(&cfg);
