@@ -31,6 +31,9 @@ pub struct TraceConfig {
     pub every_steps: u64,
     /// Keep at most this many records; later ones are counted, not kept.
     pub max_records: usize,
+    /// Keep only the records of the latest step (each new step discards the
+    /// previous one's): the end of a long run at the cost of one step's records.
+    pub last_step_only: bool,
     /// Also compute min, max and the count of non-finite values of each output.
     pub stats: bool,
     /// Keep the full values of every op's inputs and output during this step, so
@@ -44,6 +47,7 @@ impl Default for TraceConfig {
         TraceConfig {
             every_steps: 1,
             max_records: 10_000_000,
+            last_step_only: false,
             stats: true,
             values_step: None,
         }
@@ -186,6 +190,10 @@ pub(crate) fn observe<T: Element>(
     let step = STEP.load(Ordering::Relaxed);
     if step % st.cfg.every_steps != 0 {
         return;
+    }
+    if st.cfg.last_step_only && st.trace.records.last().is_some_and(|r| r.step != step) {
+        st.trace.records.clear();
+        st.trace.dropped = 0;
     }
     if st.trace.records.len() >= st.cfg.max_records {
         st.trace.dropped += 1;

@@ -236,6 +236,19 @@ fn a_different_op_sequence_is_its_own_finding_and_sampling_keeps_the_chosen_step
         vec![0, 0, 2]
     );
     assert_eq!(t.dropped, 1);
+    // Only the last step: the records of steps 0–2 are discarded as step 3 starts.
+    trace::start(TraceConfig {
+        last_step_only: true,
+        ..TraceConfig::default()
+    })
+    .unwrap();
+    for s in 0..4 {
+        trace::set_step(s);
+        x.exp().unwrap().sum_all().unwrap();
+    }
+    let t = trace::stop().unwrap();
+    assert_eq!((t.ops, t.records.len()), (8, 2));
+    assert!(t.records.iter().all(|r| r.step == 3));
     assert!(trace::start(TraceConfig {
         every_steps: 0,
         ..TraceConfig::default()

@@ -18,6 +18,19 @@ fn usage() -> String {
     s
 }
 
+/// The registered experiment called `name`.
+fn find(name: &str) -> tensor::Result<models::experiments::Experiment> {
+    registry()
+        .into_iter()
+        .find(|e| e.name == name)
+        .ok_or_else(|| {
+            tensor::Error::value(
+                "models",
+                format!("unknown experiment '{name}'; run `models list`"),
+            )
+        })
+}
+
 /// `trace-diff A B`: prints where two traces part; fails (exit 1) when they do.
 fn trace_diff(args: &[String]) -> tensor::Result<bool> {
     let [a, b] = args else {
@@ -40,15 +53,7 @@ fn determinism_check(args: &[String]) -> tensor::Result<bool> {
         )
     })?;
     let cfg = RunConfig::parse(&args[1..])?;
-    let e = registry()
-        .into_iter()
-        .find(|e| e.name == name)
-        .ok_or_else(|| {
-            tensor::Error::value(
-                "models",
-                format!("unknown experiment '{name}'; run `models list`"),
-            )
-        })?;
+    let e = find(name)?;
     let mut same = true;
     for (n, d) in models::audit::determinism_check(&e, &cfg, &[1, 2])? {
         println!("{name}, 1 vs {n} threads: {d}");
@@ -92,15 +97,7 @@ fn dispatch(name: &str, cfg: &RunConfig) -> tensor::Result<()> {
             demo(cfg)?;
         }
         _ => {
-            let e = registry()
-                .into_iter()
-                .find(|e| e.name == name)
-                .ok_or_else(|| {
-                    tensor::Error::value(
-                        "models",
-                        format!("unknown experiment '{name}'; run `models list`"),
-                    )
-                })?;
+            let e = find(name)?;
             for table in run_experiment(&e, cfg)? {
                 println!("{}", table.render());
             }

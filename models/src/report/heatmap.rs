@@ -1,6 +1,7 @@
 //! SVG heatmaps of a loss over a 2-D slice of parameter space, with a training
 //! trajectory drawn on top: the loss-landscape pictures of Li et al. (2018).
 
+use super::svg::escape;
 use std::fmt::Write;
 
 /// One heatmap panel.
@@ -41,38 +42,13 @@ fn colour(t: f64) -> String {
     )
 }
 
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
 /// Renders the heatmaps two per row. Each panel has its own colour scale from its
 /// minimum to its 90th percentile (higher values saturate), stated in its legend.
 pub fn render(title: &str, maps: &[Heatmap]) -> String {
-    let (pw, ph) = (420.0, 400.0);
-    let cols = maps.len().clamp(1, 2);
-    let rows = maps.len().div_ceil(2).max(1);
-    let (w, h) = (pw * cols as f64, ph * rows as f64 + 40.0);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">"#
-    );
-    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="24" text-anchor="middle" font-size="15">{}</text>"#,
-        w / 2.0,
-        escape(title)
-    );
-    for (k, m) in maps.iter().enumerate() {
-        let ox = (k % 2) as f64 * pw;
-        let oy = 40.0 + (k / 2) as f64 * ph;
-        panel(&mut s, m, ox, oy, pw, ph);
-    }
-    s.push_str("</svg>\n");
-    s
+    let size = (420.0, 400.0);
+    super::svg::grid_document(title, maps.len(), size, |s, k, ox, oy| {
+        panel(s, &maps[k], ox, oy, size.0, size.1)
+    })
 }
 
 fn panel(s: &mut String, m: &Heatmap, ox: f64, oy: f64, pw: f64, ph: f64) {

@@ -29,17 +29,23 @@ const COLORS: [&str; 10] = [
     "#bcbd22", "#17becf",
 ];
 
-fn escape(s: &str) -> String {
+/// Text made safe for SVG.
+pub(crate) fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
 }
 
-/// Renders the panels side by side (two per row) as an SVG document.
-pub fn render(title: &str, panels: &[Panel]) -> String {
-    let (pw, ph) = (460.0, 320.0);
-    let cols = panels.len().clamp(1, 2);
-    let rows = panels.len().div_ceil(2).max(1);
+/// An SVG document with `title` on top and `count` panels of `pw × ph`, two per
+/// row on a white background; `draw(s, k, ox, oy)` writes panel `k` at (ox, oy).
+pub(crate) fn grid_document(
+    title: &str,
+    count: usize,
+    (pw, ph): (f64, f64),
+    mut draw: impl FnMut(&mut String, usize, f64, f64),
+) -> String {
+    let cols = count.clamp(1, 2);
+    let rows = count.div_ceil(2).max(1);
     let (w, h) = (pw * cols as f64, ph * rows as f64 + 40.0);
     let mut s = String::new();
     let _ = writeln!(
@@ -53,13 +59,19 @@ pub fn render(title: &str, panels: &[Panel]) -> String {
         w / 2.0,
         escape(title)
     );
-    for (k, p) in panels.iter().enumerate() {
-        let ox = (k % 2) as f64 * pw;
-        let oy = 40.0 + (k / 2) as f64 * ph;
-        panel(&mut s, p, ox, oy, pw, ph);
+    for k in 0..count {
+        draw(&mut s, k, (k % 2) as f64 * pw, 40.0 + (k / 2) as f64 * ph);
     }
     s.push_str("</svg>\n");
     s
+}
+
+/// Renders the panels side by side (two per row) as an SVG document.
+pub fn render(title: &str, panels: &[Panel]) -> String {
+    let size = (460.0, 320.0);
+    grid_document(title, panels.len(), size, |s, k, ox, oy| {
+        panel(s, &panels[k], ox, oy, size.0, size.1)
+    })
 }
 
 fn panel(s: &mut String, p: &Panel, ox: f64, oy: f64, pw: f64, ph: f64) {

@@ -43,7 +43,7 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ),
     (
         "emit",
-        "what the lift's hypernetwork emits: constrained (the non-negative weights; default) or all (every ICNN parameter, as the authors' EBM)",
+        "what the lift's hypernetwork emits: all (every ICNN parameter, as the authors' EBM; default) or constrained (only the non-negative weights, as their CP-Flow lift)",
     ),
 ];
 
@@ -353,7 +353,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let mut metrics = Metrics::default();
     let mut model = Vec::new();
     let lift = LiftConfig {
-        emit_all: super::parse_emit(&cfg.opt("emit", "constrained".to_string())?)?,
+        emit_all: super::parse_emit(&cfg.opt("emit", "all".to_string())?)?,
         ..LiftConfig::default()
     };
     let mut table = Table::new(

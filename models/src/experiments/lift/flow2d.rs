@@ -57,6 +57,16 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The potential's two trainable scalars and their starts: the ICNN term's scale
+/// a (softplus(0) ≈ 0.69) and the quadratic's c (softplus(c) = 1: the map starts
+/// as the identity plus the ICNN's gradient).
+pub(super) fn potential_scalars() -> [(&'static str, f64); 2] {
+    [
+        ("flow.scale", 0.0),
+        ("flow.quad", (std::f64::consts::E - 1.0).ln()),
+    ]
+}
+
 /// The flow's map z = ∇F(x) `[n, 2]` of the potential
 /// F(x) = softplus(a)·ICNN(x) + softplus(c)·½‖x‖², differentiable (create-graph), with
 /// the leaf x it differentiates.
@@ -176,10 +186,7 @@ impl FlowRun {
     /// Trains and scores one flow.
     pub fn train(&self, metrics: &mut Metrics) -> Result<FlowResult> {
         let mut rng = Rng::new(self.seed);
-        let extra = [
-            ("flow.scale", 0.0),
-            ("flow.quad", (std::f64::consts::E - 1.0).ln()),
-        ];
+        let extra = potential_scalars();
         let mut m = Model::new(
             self.strategy,
             self.convention,

@@ -49,7 +49,7 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ),
     (
         "emit",
-        "what the lift's hypernetwork emits: constrained (default) or all (every ICNN parameter, as the authors' EBM)",
+        "what the lift's hypernetwork emits: all (every ICNN parameter, as the authors' EBM; default) or constrained (only the non-negative weights, as their CP-Flow lift)",
     ),
     (
         "images",
@@ -289,7 +289,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         "—".into(),
     ]);
     let lift = LiftConfig {
-        emit_all: super::parse_emit(&cfg.opt("emit", "constrained".to_string())?)?,
+        emit_all: super::parse_emit(&cfg.opt("emit", "all".to_string())?)?,
         ..LiftConfig::default()
     };
     for strategy in [Strategy::Pgd, Strategy::Softplus, Strategy::Lift] {
