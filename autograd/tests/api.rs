@@ -82,6 +82,29 @@ fn gradcheck_and_gradgradcheck_catch_wrong_rules() {
     assert!(gradgradcheck(|v| v[0].exp(), &[x], &o).is_ok());
 }
 
+/// Above 4,096 Jacobian entries gradcheck compares random directions instead of the
+/// full Jacobian: that branch fails on a wrong rule too, and on a rule wrong in a
+/// single entry.
+#[test]
+fn the_random_direction_branch_catches_wrong_rules() {
+    let x = Tensor::<f64>::rand_normal(&[70, 70], 0.0, 0.5, &mut tensor::Rng::new(2)).unwrap();
+    let o = GradcheckOptions::default();
+    assert!(x.numel() * x.numel() > o.full_jacobian_limit);
+    assert!(gradcheck(|v| v[0].exp(), std::slice::from_ref(&x), &o).is_ok());
+    let e = gradcheck(|v| exp_wrong(&v[0]), std::slice::from_ref(&x), &o).unwrap_err();
+    assert!(e.to_string().contains("analytic"), "{e}");
+    // Right everywhere except entry 1234, whose gradient is dropped.
+    let one_off = |v: &[Var<f64>]| {
+        record("exp_one_off", &[&v[0]], v[0].value().exp(), |c| {
+            let mut mask = vec![1.0; c.output.value().numel()];
+            mask[1234] = 0.0;
+            let mask = Var::constant(Tensor::from_vec(mask, c.output.shape())?);
+            Ok(vec![Some(c.grad.mul(c.output)?.mul(&mask)?)])
+        })
+    };
+    assert!(gradcheck(one_off, std::slice::from_ref(&x), &o).is_err());
+}
+
 /// `Var::div_scalar` divides, as `Tensor::div_scalar` does (it multiplied by 1/s,
 /// a last-bit difference between the two paths for most s).
 #[test]
@@ -99,4 +122,30 @@ fn var_and_tensor_div_scalar_agree_bit_for_bit() {
         assert_eq!(bits(&a), bits(&b), "s = {s}");
         assert!(x.iter().zip(&a).all(|(x, y)| *y == x / s));
     }
+}
+
+/// log_sigmoid is stable at both ends, where ln(sigmoid(x)) gives −∞ or loses x.
+#[test]
+fn log_sigmoid_is_stable_at_the_extremes() {
+    let x =
+        Tensor::<f64>::from_vec(vec![-800.0, -40.0, -1.5, 0.0, 2.0, 40.0, 800.0], &[7]).unwrap();
+    let got = Var::constant(x.clone())
+        .log_sigmoid()
+        .unwrap()
+        .value()
+        .to_vec();
+    // ln σ(x) = x − ln(1 + eˣ) for x < 0, −ln(1 + e^{−x}) otherwise (both exact forms).
+    for (&v, &g) in x.to_vec().iter().zip(&got) {
+        let want = if v < 0.0 {
+            v - v.exp().ln_1p()
+        } else {
+            -(-v).exp().ln_1p()
+        };
+        assert!(
+            (g - want).abs() <= 1e-15 * want.abs().max(1e-300),
+            "{v}: {g} vs {want}"
+        );
+    }
+    assert_eq!(got[0], -800.0);
+    assert!((1.0 / (1.0 + 800f64.exp())).ln().is_infinite());
 }

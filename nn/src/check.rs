@@ -10,7 +10,8 @@ use tensor::{Error, Result, Rng, Tensor};
 /// parameter of `store` along `directions` random directions each: the analytic
 /// ⟨∇θ L, t⟩ against the central difference (L(θ + εt) − L(θ − εt))/2ε, with ε = 1e-6,
 /// atol 1e-5 and rtol 1e-3 (PyTorch's gradcheck defaults). Parameters are restored
-/// afterwards. Returns the number of comparisons.
+/// afterwards, also when the loss fails at a perturbed point. Returns the number of
+/// comparisons.
 pub fn gradcheck_params(
     store: &ParamStore<f64>,
     loss: impl Fn() -> Result<Var<f64>>,
@@ -27,11 +28,16 @@ pub fn gradcheck_params(
         for _ in 0..directions {
             let t = Tensor::<f64>::rand_normal(base.shape(), 0.0, 1.0, &mut rng)?;
             let analytic = g.mul(&t)?.sum_all().item()?;
-            p.set(base.add(&t.mul_scalar(eps))?)?;
-            let plus = loss()?.item()?;
-            p.set(base.sub(&t.mul_scalar(eps))?)?;
-            let minus = loss()?.item()?;
-            p.set(base.clone())?;
+            // The parameter is restored after each evaluation, also when the loss
+            // fails there.
+            let at = |value: Tensor<f64>| -> Result<f64> {
+                p.set(value)?;
+                let l = loss().and_then(|l| l.item());
+                p.set(base.clone())?;
+                l
+            };
+            let plus = at(base.add(&t.mul_scalar(eps))?)?;
+            let minus = at(base.sub(&t.mul_scalar(eps))?)?;
             let numeric = (plus - minus) / (2.0 * eps);
             if !((analytic - numeric).abs() <= atol + rtol * numeric.abs()) {
                 return Err(Error::numerical(

@@ -201,3 +201,33 @@ fn linear_with_a_malformed_weight_or_bias_is_an_error() {
         &[2, 4]
     );
 }
+
+/// A loss that fails at a perturbed point leaves the parameters as they were.
+#[test]
+fn gradcheck_params_restores_the_parameters_when_the_loss_fails() {
+    let store = ParamStore::<f64>::new();
+    let lin = Linear::new(&store.root().sub("fc"), 3, 2, true, &mut Rng::new(4)).unwrap();
+    let before: Vec<Vec<f64>> = store
+        .trainable()
+        .iter()
+        .map(|p| p.value().to_vec())
+        .collect();
+    let x = Var::constant(Tensor::<f64>::ones(&[2, 3]).unwrap());
+    let w0 = lin.weight.value().to_vec()[0];
+    let loss = || {
+        if lin.weight.value().to_vec()[0] != w0 {
+            return Err(tensor::Error::value("test", "perturbed"));
+        }
+        lin.forward(&x)?.square()?.sum_all()
+    };
+    let e = gradcheck_params(&store, loss, 2, 0)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("perturbed"), "{e}");
+    let after: Vec<Vec<f64>> = store
+        .trainable()
+        .iter()
+        .map(|p| p.value().to_vec())
+        .collect();
+    assert_eq!(before, after);
+}

@@ -148,6 +148,17 @@ impl<T: Element> Var<T> {
         })
     }
 
+    /// log sigmoid(x) = −softplus(−x) = min(x, 0) − ln(1 + e^{−|x|}), stable at both
+    /// ends (log of a sigmoid that rounds to 0 or 1 would lose it); its derivative
+    /// is sigmoid(−x).
+    #[track_caller]
+    pub fn log_sigmoid(&self) -> Result<Var<T>> {
+        let v = self.value.neg().softplus().neg();
+        record("log_sigmoid", &[self], v, |c| {
+            Ok(vec![Some(c.grad.mul(&c.inputs[0].neg()?.sigmoid()?)?)])
+        })
+    }
+
     /// max(x, 0) (gradient 0 at 0).
     #[track_caller]
     pub fn relu(&self) -> Result<Var<T>> {

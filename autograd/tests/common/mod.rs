@@ -36,6 +36,7 @@ pub fn unary_cases() -> Vec<UnaryCase> {
         ("tanh", |x| x.tanh()),
         ("sigmoid", |x| x.sigmoid()),
         ("softplus", |x| x.softplus()),
+        ("log_sigmoid", |x| x.log_sigmoid()),
         ("relu", |x| x.relu()),
         ("leaky_relu", |x| x.leaky_relu(0.2)),
         ("elu", |x| x.elu(0.7)),
