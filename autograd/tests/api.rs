@@ -149,3 +149,38 @@ fn log_sigmoid_is_stable_at_the_extremes() {
     assert_eq!(got[0], -800.0);
     assert!((1.0 / (1.0 + 800f64.exp())).ln().is_infinite());
 }
+
+/// The operators on `&Var` are the named ops, bit for bit, gradients included, and
+/// a shape mismatch is an error.
+#[test]
+fn operators_on_vars_are_the_named_ops() {
+    let a = leaf(&[0.3, -1.2, 2.5]);
+    let b = leaf(&[1.7, 0.4, -0.9]);
+    let bits = |v: tensor::Result<Var<f64>>| -> Vec<u64> {
+        v.unwrap()
+            .value()
+            .to_vec()
+            .iter()
+            .map(|x| x.to_bits())
+            .collect()
+    };
+    assert_eq!(bits(&a + &b), bits(a.add(&b)));
+    assert_eq!(bits(&a - &b), bits(a.sub(&b)));
+    assert_eq!(bits(&a * &b), bits(a.mul(&b)));
+    assert_eq!(bits(&a / &b), bits(a.div(&b)));
+    assert_eq!(bits(&a * 3.0), bits(a.mul_scalar(3.0)));
+    assert_eq!(bits(2.0 * &a), bits(a.mul_scalar(2.0)));
+    assert_eq!(bits(&a / 7.0), bits(a.div_scalar(7.0)));
+    assert_eq!(bits(&a + 1.5), bits(a.add_scalar(1.5)));
+    assert_eq!(bits(1.5 + &a), bits(a.add_scalar(1.5)));
+    assert_eq!(bits(&a - 1.5), bits(a.sub_scalar(1.5)));
+    assert_eq!(bits(1.5 - &a), bits(a.neg().unwrap().add_scalar(1.5)));
+    assert_eq!(bits(-&a), bits(a.neg()));
+    // d/da Σ (a·b + 1 − a) = b − 1.
+    let y = (&(&(&a * &b).unwrap() + 1.0).unwrap() - &a).unwrap();
+    let g = grad(&[&y.sum_all().unwrap()], &[&a], None, false).unwrap();
+    let want: Vec<f64> = b.value().to_vec().iter().map(|v| v - 1.0).collect();
+    assert_eq!(g[0].value().to_vec(), want);
+    let c = leaf(&[1.0, 2.0]);
+    assert!((&a + &c).unwrap_err().to_string().contains("add"));
+}

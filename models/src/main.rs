@@ -7,12 +7,44 @@ use models::experiments::{demo, registry, run_experiment};
 const COMMON: &str = "common options: --seed N  --seeds N  --threads N  --quick  --out DIR (runs)  --data DIR  --quiet  --trace FILE (audit trace: every op, its shape and output hash)  --trace-values-step N (keep that step's values)";
 
 fn usage() -> String {
-    let mut s = String::from("usage: models <experiment> [options]\n\nexperiments:\n");
-    s.push_str(
-        "  list        this list\n  demo        the quick setting of every demo experiment\n  trace-diff A B         the first op where two audit traces part\n  determinism-check EXP  EXP's quick setting at 1 and 2 threads, traced: bit-identical or the first divergent op\n",
-    );
-    for e in registry() {
-        s.push_str(&format!("  {:<11} {}\n", e.name, e.about));
+    let commands = [
+        ("list", "this list"),
+        ("demo", "the quick setting of every demo experiment"),
+        ("trace-diff A B", "the first op where two audit traces part"),
+        (
+            "determinism-check EXP",
+            "EXP's quick setting at 1 and 2 threads, traced: bit-identical or the first divergent op",
+        ),
+    ];
+    let experiments: Vec<(&str, &str)> = registry().iter().map(|e| (e.name, e.about)).collect();
+    let width = commands
+        .iter()
+        .chain(&experiments)
+        .map(|(n, _)| n.len())
+        .max()
+        .unwrap_or(0);
+    let mut s = String::from("usage: models <experiment> [options]   (models <experiment> --help for its options)\n\ncommands:\n");
+    for (n, about) in commands {
+        s.push_str(&format!("  {n:<width$}  {about}\n"));
+    }
+    s.push_str("\nexperiments:\n");
+    for (n, about) in experiments {
+        s.push_str(&format!("  {n:<width$}  {about}\n"));
+    }
+    s.push_str(&format!("\n{COMMON}\n"));
+    s
+}
+
+/// `models EXP --help`: what the experiment compares, its options with their
+/// defaults, and the common options.
+fn experiment_help(e: &models::experiments::Experiment) -> String {
+    let mut s = format!("models {} [options]\n\n{}\n\noptions:\n", e.name, e.about);
+    let width = e.options.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    for (k, help) in e.options {
+        s.push_str(&format!("  --{k:<width$}  {help}\n"));
+    }
+    if e.options.is_empty() {
+        s.push_str("  (none of its own)\n");
     }
     s.push_str(&format!("\n{COMMON}\n"));
     s
@@ -76,7 +108,14 @@ fn run(args: &[String]) -> tensor::Result<()> {
         }
         return Ok(());
     }
-    let cfg = RunConfig::parse(&args[args.len().min(1)..])?;
+    if rest.iter().any(|a| a == "--help" || a == "-h") {
+        match name {
+            "list" | "help" | "demo" => print!("{}", usage()),
+            _ => print!("{}", experiment_help(&find(name)?)),
+        }
+        return Ok(());
+    }
+    let cfg = RunConfig::parse(rest)?;
     let mut pool = rayon::ThreadPoolBuilder::new();
     if let Some(n) = cfg.threads {
         pool = pool.num_threads(n);

@@ -323,3 +323,29 @@ fn the_run_folder_exists_before_training_and_failed_runs_leave_none() {
     assert_ne!(cfg.run_dir("digits").unwrap().path, dir);
     std::fs::remove_dir_all(&out).unwrap();
 }
+
+/// `models EXP --help` prints the experiment's own options with their defaults;
+/// an unknown experiment is named.
+#[test]
+fn the_binary_explains_each_experiment() {
+    let bin = env!("CARGO_BIN_EXE_models");
+    let out = std::process::Command::new(bin)
+        .args(["lift-flow-tabular", "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for (key, _) in models::experiments::lift::tabular::OPTIONS {
+        assert!(
+            text.contains(&format!("--{key}")),
+            "--{key} missing:\n{text}"
+        );
+    }
+    assert!(text.contains("quick 2000") && text.contains("common options"));
+    let out = std::process::Command::new(bin)
+        .args(["nope", "--help"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown experiment 'nope'"));
+}

@@ -8,6 +8,7 @@ pub mod fft;
 pub mod index;
 pub mod linalg;
 pub mod matmul;
+pub mod operators;
 pub mod reduce;
 pub mod shape;
 
