@@ -130,6 +130,51 @@ impl<T: Element> Var<T> {
         })
     }
 
+    /// X with A X = B for square A `[.., n, n]` (`self`) and B `[.., n, m]` (LU with
+    /// partial pivoting). Gradients: B̄ = A⁻ᵀ X̄ (a recorded solve, so second order
+    /// works), Ā = −B̄ Xᵀ.
+    #[track_caller]
+    pub fn solve(&self, b: &Var<T>) -> Result<Var<T>> {
+        let v = self.value.solve(&b.value)?;
+        record("solve", &[self, b], v, |c| {
+            let gb = c.inputs[0].t()?.solve(c.grad)?;
+            let ga = gb.matmul(&c.output.t()?)?.neg()?;
+            Ok(vec![Some(ga), Some(gb)])
+        })
+    }
+
+    /// A⁻¹ for square A `[.., n, n]`. Gradient: −Yᵀ Ȳ Yᵀ.
+    #[track_caller]
+    pub fn inverse(&self) -> Result<Var<T>> {
+        let v = self.value.inverse()?;
+        record("inverse", &[self], v, |c| {
+            let yt = c.output.t()?;
+            Ok(vec![Some(yt.matmul(c.grad)?.matmul(&yt)?.neg()?)])
+        })
+    }
+
+    /// log|det A| for square A `[.., n, n]`, with the sign as a constant tensor
+    /// (an exactly singular A gives −∞, whose gradient is an error). Gradient:
+    /// ȳ A⁻ᵀ (a recorded inverse, so second order works).
+    #[track_caller]
+    pub fn slogdet(&self) -> Result<(Tensor<T>, Var<T>)> {
+        let (sign, log) = self.value.slogdet()?;
+        let out = record("slogdet", &[self], log, |c| {
+            let inv_t = c.inputs[0].inverse()?.t()?;
+            Ok(vec![Some(
+                inv_t.mul(&c.grad.unsqueeze(-1)?.unsqueeze(-1)?)?,
+            )])
+        })?;
+        Ok((sign, out))
+    }
+
+    /// det A = sign · exp(log|det A|) for square A `[.., n, n]`. Gradient: det · A⁻ᵀ.
+    #[track_caller]
+    pub fn det(&self) -> Result<Var<T>> {
+        let (sign, log) = self.slogdet()?;
+        log.exp()?.mul(&Var::constant(sign))
+    }
+
     /// The inverse of a symmetric positive-definite matrix. Gradient: fold(−Y Ȳ Y).
     #[track_caller]
     pub fn inverse_spd(&self) -> Result<Var<T>> {

@@ -1,5 +1,6 @@
 //! Dense linear algebra in pure Rust: blocked Cholesky (the bulk in GEMM), blocked
-//! triangular solves, SPD solve, inverse and log-determinant, the symmetric
+//! triangular solves, SPD solve, inverse and log-determinant, LU with partial
+//! pivoting for general solve, inverse and (sign, log|det|), the symmetric
 //! eigendecomposition and functions of SPD matrices through it, Householder QR and
 //! least squares. Every operation works on the last two axes and is batched over the
 //! leading ones (batch entries in parallel).
@@ -13,6 +14,7 @@
 
 mod cholesky;
 mod eigh;
+mod lu;
 mod qr;
 mod spd;
 mod triangular;
