@@ -150,28 +150,98 @@ pub fn next_step() {
     STEP.fetch_add(1, Ordering::Relaxed);
 }
 
-/// A 64-bit hash of a sequence of words (a multiply-xorshift mix per word, then a
-/// final avalanche): equal inputs, equal hashes; any one-bit change changes it with
-/// overwhelming probability.
-fn hash_words(words: impl Iterator<Item = u64>) -> u64 {
-    let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
-    for w in words {
-        h = (h ^ w).wrapping_mul(0xff51_afd7_ed55_8ccd);
+/// A 64-bit hash of a tensor's shape and values: four interleaved
+/// multiply-xorshift lanes over the words (the shape, a separator, then each
+/// value's bits; word i to lane i mod 4, unrolled so the lanes' dependency chains
+/// overlap in the CPU), then the lanes and the length mixed with a final avalanche.
+/// Equal inputs, equal hashes; any one-bit change changes it with overwhelming
+/// probability.
+fn hash_words(words: &[u64]) -> u64 {
+    const M: u64 = 0xff51_afd7_ed55_8ccd;
+    let mix = |h: u64, w: u64| {
+        let h = (h ^ w).wrapping_mul(M);
+        h ^ (h >> 33)
+    };
+    let mut l: [u64; 4] = [
+        0x9e37_79b9_7f4a_7c15,
+        0xbf58_476d_1ce4_e5b9,
+        0x94d0_49bb_1331_11eb,
+        0x2545_f491_4f6c_dd1d,
+    ];
+    let mut chunks = words.chunks_exact(4);
+    for c in &mut chunks {
+        l = [
+            mix(l[0], c[0]),
+            mix(l[1], c[1]),
+            mix(l[2], c[2]),
+            mix(l[3], c[3]),
+        ];
+    }
+    for (k, &w) in chunks.remainder().iter().enumerate() {
+        l[k] = mix(l[k], w);
+    }
+    let mut h = words.len() as u64;
+    for lane in l {
+        h = (h ^ lane).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
         h ^= h >> 33;
     }
-    h = (h ^ (h >> 33)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 33)
+    h
 }
 
 /// The hash of a tensor's values in row-major order (shape included, so a reshape
 /// of the same bits hashes differently).
 pub fn tensor_hash<T: Element>(t: &Tensor<T>) -> u64 {
-    let shape = t.shape().iter().map(|&d| d as u64);
-    let values = t.to_vec().into_iter().map(|v| match T::DTYPE {
+    let values = row_major(t);
+    let mut words: Vec<u64> = Vec::with_capacity(t.ndim() + 1 + values.len());
+    words.extend(t.shape().iter().map(|&d| d as u64));
+    words.push(u64::MAX);
+    words.extend(values.iter().map(|&v| match T::DTYPE {
         DType::F32 => (v.as_f64() as f32).to_bits() as u64,
         DType::F64 => v.as_f64().to_bits(),
-    });
-    hash_words(shape.chain(std::iter::once(u64::MAX)).chain(values))
+    }));
+    hash_words(&words)
+}
+
+/// The values of `t` in row-major order: its storage itself when contiguous (no
+/// copy), a gathered copy otherwise.
+fn row_major<T: Element>(t: &Tensor<T>) -> std::borrow::Cow<'_, [T]> {
+    match t.as_slice() {
+        Some(s) => std::borrow::Cow::Borrowed(s),
+        None => std::borrow::Cow::Owned(t.to_vec()),
+    }
+}
+
+/// (min, max) of the finite values (NaN, NaN when there are none) and the count of
+/// the others, over four independent lanes with branch-free updates so the loop
+/// has no serial dependency.
+fn finite_range<T: Element>(values: &[T]) -> (f64, f64, usize) {
+    let (mut lo, mut hi, mut bad) = ([f64::INFINITY; 4], [f64::NEG_INFINITY; 4], [0usize; 4]);
+    let mut step = |k: usize, v: T| {
+        let v = v.as_f64();
+        let ok = v.is_finite();
+        lo[k] = if ok && v < lo[k] { v } else { lo[k] };
+        hi[k] = if ok && v > hi[k] { v } else { hi[k] };
+        bad[k] += usize::from(!ok);
+    };
+    let mut chunks = values.chunks_exact(4);
+    for c in &mut chunks {
+        for (k, &v) in c.iter().enumerate() {
+            step(k, v);
+        }
+    }
+    for (k, &v) in chunks.remainder().iter().enumerate() {
+        step(k, v);
+    }
+    let (lo, hi) = (
+        lo.iter().fold(f64::INFINITY, |a, &b| a.min(b)),
+        hi.iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b)),
+    );
+    let bad = bad.iter().sum();
+    if lo <= hi {
+        (lo, hi, bad)
+    } else {
+        (f64::NAN, f64::NAN, bad)
+    }
 }
 
 /// Called by [`crate::record`] for every op while tracing is on.
@@ -199,18 +269,11 @@ pub(crate) fn observe<T: Element>(
         st.trace.dropped += 1;
         return;
     }
-    let (mut min, mut max, mut non_finite) = (f64::NAN, f64::NAN, 0);
-    if st.cfg.stats {
-        for v in value.to_vec() {
-            let v = v.as_f64();
-            if v.is_finite() {
-                min = if min.is_nan() { v } else { min.min(v) };
-                max = if max.is_nan() { v } else { max.max(v) };
-            } else {
-                non_finite += 1;
-            }
-        }
-    }
+    let (min, max, non_finite) = if st.cfg.stats {
+        finite_range(&row_major(value))
+    } else {
+        (f64::NAN, f64::NAN, 0)
+    };
     let keep = st.cfg.values_step == Some(step);
     let floats = |t: &Tensor<T>| t.to_vec().into_iter().map(|v| v.as_f64()).collect();
     st.trace.records.push(Record {
