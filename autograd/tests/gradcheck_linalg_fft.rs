@@ -99,7 +99,10 @@ proptest! {
         }
         let a = Tensor::from_vec(a, &[batch, n, n]).unwrap();
         let b = Tensor::<f64>::rand_normal(&[batch, n, 2], 0.0, 1.0, &mut rng).unwrap();
-        check("solve", |v: &[Var<f64>]| v[0].solve(&v[1]), &[a.clone(), b]);
+        check("solve", |v: &[Var<f64>]| v[0].solve(&v[1]), &[a.clone(), b.clone()]);
+        // A transposed (non-contiguous) view of the same kind of matrix.
+        let at = a.permute(&[0, 2, 1]).unwrap();
+        check("solve, transposed A", |v: &[Var<f64>]| v[0].solve(&v[1]), &[at, b]);
         check("inverse", |v: &[Var<f64>]| v[0].inverse(), std::slice::from_ref(&a));
         check("slogdet", |v: &[Var<f64>]| v[0].slogdet().map(|(_, l)| l), std::slice::from_ref(&a));
         check("det", |v: &[Var<f64>]| v[0].det(), std::slice::from_ref(&a));

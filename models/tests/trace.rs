@@ -38,6 +38,11 @@ fn check(name: &str, f: &(dyn Fn() + Sync)) {
     }
 }
 
+/// Backward from the mean square of `out`.
+fn mean_square_backward(out: Var<f32>) {
+    backward(&out.square().unwrap().mean_all().unwrap()).unwrap();
+}
+
 fn normal(shape: &[usize], seed: u64) -> Tensor<f32> {
     Tensor::rand_normal(shape, 0.0, 1.0, &mut Rng::new(seed)).unwrap()
 }
@@ -56,14 +61,7 @@ fn mlp_conv_fno_and_attention_traces_match_across_thread_counts() {
     .unwrap();
     let x = normal(&[256, 256], 2);
     check("MLP", &|| {
-        let loss = mlp
-            .forward(&Var::constant(x.clone()))
-            .unwrap()
-            .square()
-            .unwrap()
-            .mean_all()
-            .unwrap();
-        backward(&loss).unwrap();
+        mean_square_backward(mlp.forward(&Var::constant(x.clone())).unwrap());
     });
     let conv = Conv2d::new(
         &store.root().sub("conv"),
@@ -90,14 +88,7 @@ fn mlp_conv_fno_and_attention_traces_match_across_thread_counts() {
             .unwrap()
             .relu()
             .unwrap();
-        let loss = conv2
-            .forward(&h)
-            .unwrap()
-            .square()
-            .unwrap()
-            .mean_all()
-            .unwrap();
-        backward(&loss).unwrap();
+        mean_square_backward(conv2.forward(&h).unwrap());
     });
     let fno = Fno::new(
         &store.root().sub("fno"),
@@ -116,27 +107,13 @@ fn mlp_conv_fno_and_attention_traces_match_across_thread_counts() {
     .unwrap();
     let u = normal(&[8, 256, 1], 4);
     check("FNO", &|| {
-        let loss = fno
-            .forward(&Var::constant(u.clone()))
-            .unwrap()
-            .square()
-            .unwrap()
-            .mean_all()
-            .unwrap();
-        backward(&loss).unwrap();
+        mean_square_backward(fno.forward(&Var::constant(u.clone())).unwrap());
     });
     let attn = MultiHeadAttention::new(&store.root().sub("attn"), 128, 4, 0.0, &mut rng).unwrap();
     let seq = normal(&[8, 64, 128], 5);
     check("attention", &|| {
         let q = Var::constant(seq.clone());
-        let loss = attn
-            .attend(&q, &q, None)
-            .unwrap()
-            .square()
-            .unwrap()
-            .mean_all()
-            .unwrap();
-        backward(&loss).unwrap();
+        mean_square_backward(attn.attend(&q, &q, None).unwrap());
     });
 }
 

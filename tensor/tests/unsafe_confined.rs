@@ -17,20 +17,23 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// The workspace's packages.
+const MEMBERS: [&str; 7] = [
+    "tensor",
+    "autograd",
+    "nn",
+    "optim",
+    "models",
+    "benches",
+    "fuzz/checks",
+];
+
 #[test]
 fn unsafe_lives_only_in_the_kernels() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let kernels = root.join("tensor/src/kernels");
     let mut files = Vec::new();
-    for member in [
-        "tensor",
-        "autograd",
-        "nn",
-        "optim",
-        "models",
-        "benches",
-        "fuzz/checks",
-    ] {
+    for member in MEMBERS {
         rust_files(&root.join(member), &mut files);
     }
     assert!(files.len() > 50, "found only {} files", files.len());
@@ -59,15 +62,7 @@ fn unsafe_lives_only_in_the_kernels() {
     assert!(lib_text.contains("#[allow(unsafe_code)]\npub mod kernels;"));
     let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
     assert!(manifest.contains("unsafe_code = \"deny\""));
-    for member in [
-        "tensor",
-        "autograd",
-        "nn",
-        "optim",
-        "models",
-        "benches",
-        "fuzz/checks",
-    ] {
+    for member in MEMBERS {
         let m = std::fs::read_to_string(root.join(member).join("Cargo.toml")).unwrap();
         assert!(
             m.contains("[lints]\nworkspace = true"),
