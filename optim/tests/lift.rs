@@ -638,3 +638,34 @@ fn a_lift_emitting_every_parameter_drives_the_whole_network() {
         );
     }
 }
+
+/// A slack spread that is negative or not finite is refused, naming both values.
+#[test]
+fn a_bad_slack_spread_is_a_named_error() {
+    let store = ParamStore::<f64>::new();
+    let mut rng = Rng::new(1);
+    for bad in [-0.5, f64::NAN, f64::INFINITY] {
+        let cfg = LiftConfig {
+            slack_std: bad,
+            ..LiftConfig::default()
+        };
+        let e = Lift::<f64>::new(&store.root().sub("l"), 2, vec![vec![4, 4]], &cfg, &mut rng)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("slack_std"), "{e}");
+    }
+    let cfg = LiftConfig {
+        slack_init: 0.0,
+        slack_std: 0.5,
+        ..LiftConfig::default()
+    };
+    let lift =
+        Lift::<f64>::new(&store.root().sub("ok"), 2, vec![vec![4, 4]], &cfg, &mut rng).unwrap();
+    let slack = lift.slack()[0].value().to_vec();
+    let mean = slack.iter().sum::<f64>() / 16.0;
+    assert!(
+        slack.iter().any(|&v| v != slack[0]) && mean.abs() < 0.5,
+        "{slack:?}"
+    );
+}
