@@ -218,18 +218,21 @@ fn a_different_op_sequence_is_its_own_finding_and_sampling_keeps_the_chosen_step
         }
         other => panic!("expected a sequence divergence, got {other:?}"),
     }
+    // Four steps of two ops each, traced with `cfg`.
+    let four_steps = |cfg: TraceConfig| {
+        trace::start(cfg).unwrap();
+        for s in 0..4 {
+            trace::set_step(s);
+            x.exp().unwrap().sum_all().unwrap();
+        }
+        trace::stop().unwrap()
+    };
     // Every 2nd step, at most 3 records: steps 0 and 2 kept up to the cap.
-    trace::start(TraceConfig {
+    let t = four_steps(TraceConfig {
         every_steps: 2,
         max_records: 3,
         ..TraceConfig::default()
-    })
-    .unwrap();
-    for s in 0..4 {
-        trace::set_step(s);
-        x.exp().unwrap().sum_all().unwrap();
-    }
-    let t = trace::stop().unwrap();
+    });
     assert_eq!(t.ops, 8);
     assert_eq!(
         t.records.iter().map(|r| r.step).collect::<Vec<_>>(),
@@ -237,16 +240,10 @@ fn a_different_op_sequence_is_its_own_finding_and_sampling_keeps_the_chosen_step
     );
     assert_eq!(t.dropped, 1);
     // Only the last step: the records of steps 0–2 are discarded as step 3 starts.
-    trace::start(TraceConfig {
+    let t = four_steps(TraceConfig {
         last_step_only: true,
         ..TraceConfig::default()
-    })
-    .unwrap();
-    for s in 0..4 {
-        trace::set_step(s);
-        x.exp().unwrap().sum_all().unwrap();
-    }
-    let t = trace::stop().unwrap();
+    });
     assert_eq!((t.ops, t.records.len()), (8, 2));
     assert!(t.records.iter().all(|r| r.step == 3));
     assert!(trace::start(TraceConfig {
