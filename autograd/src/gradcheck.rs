@@ -37,6 +37,21 @@ impl Default for GradcheckOptions {
     }
 }
 
+impl GradcheckOptions {
+    /// This workspace's own tolerances: atol 1e-8, rtol 1e-6 (ε = 1e-6). Central
+    /// differences carry a truncation error of about ε²·|f‴| ≈ 1e-12 and a rounding
+    /// error of about 1e-16·|f|/ε ≈ 1e-10·|f|, so these keep two orders of margin
+    /// for losses of order one, while a factor-2 error on a derivative of 1e-5
+    /// (which PyTorch's 1e-5 / 1e-3 lets pass) fails.
+    pub fn strict() -> Self {
+        GradcheckOptions {
+            atol: 1e-8,
+            rtol: 1e-6,
+            ..GradcheckOptions::default()
+        }
+    }
+}
+
 /// What a successful check compared.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GradcheckReport {

@@ -4,8 +4,8 @@
 
 use crate::data::Dataset;
 use crate::report::{progress::Progress, Metrics};
-use autograd::{backward, no_grad, Var};
-use nn::{ParamGrads, ParamStore};
+use autograd::{no_grad, Var};
+use nn::ParamStore;
 use optim::{Adam, AdamConfig, Optimizer, Schedule, Sgd, SgdConfig};
 use tensor::{Result, Rng, Tensor};
 
@@ -78,7 +78,9 @@ pub fn batch_x(data: &Dataset, idx: &[usize]) -> Result<Tensor<f32>> {
     Ok(data.x.index_select(0, idx)?.cast())
 }
 
-/// Trains with `loss_fn(batch_indices) -> loss` and calls `evaluate()` after each
+/// Trains with `loss_fn(batch_indices) -> loss` (through
+/// [`Optimizer::step_closure`], so SAM and LLQR+SAM, which evaluate it more than once
+/// a step, train here too) and calls `evaluate()` after each
 /// epoch (in evaluation mode, without recording); returns the last evaluation.
 /// Records `train_loss` and every evaluated metric per epoch.
 pub fn fit(
@@ -87,7 +89,7 @@ pub fn fit(
     train: &Dataset,
     settings: &FitSettings,
     metrics: &mut Metrics,
-    mut loss_fn: impl FnMut(&[usize]) -> Result<Var<f32>>,
+    loss_fn: impl Fn(&[usize]) -> Result<Var<f32>>,
     mut evaluate: impl FnMut() -> Result<Vec<(String, f64)>>,
 ) -> Result<Vec<(String, f64)>> {
     settings.schedule.validate()?;
@@ -107,10 +109,7 @@ pub fn fit(
         let batches = train.batches(settings.batch_size, Some(&mut rng))?;
         for idx in &batches {
             optimizer.set_lr(base_lr * settings.schedule.factor(step))?;
-            let loss = loss_fn(idx)?;
-            let value = loss.item()? as f64;
-            let grads = ParamGrads::collect(optimizer.params(), &backward(&loss)?);
-            optimizer.step(&grads)?;
+            let value = optimizer.step_closure(&|| loss_fn(idx))?;
             total += value;
             step += 1;
             progress.update(step, epoch + 1, value);

@@ -70,6 +70,28 @@ impl<T: Element> Param<T> {
         Ok(())
     }
 
+    /// Puts `var` in the parameter's place for forward passes until the next
+    /// [`Param::set`] (same shape required): how a model is differentiated with
+    /// respect to a tensor that is not its stored leaf — a functional call, or
+    /// [`crate::check::gradcheck_params`] handing `autograd::gradcheck`'s inputs to
+    /// the model. [`Param::value`] reads `var`'s value meanwhile.
+    pub fn substitute(&self, var: Var<T>) -> Result<()> {
+        let shape = self.shape();
+        if var.shape() != shape.as_slice() {
+            return Err(Error::shape(
+                "Param::substitute",
+                format!(
+                    "{}: the substitute has shape {}, the parameter has shape {}",
+                    self.name(),
+                    fmt_shape(var.shape()),
+                    fmt_shape(&shape)
+                ),
+            ));
+        }
+        *self.inner.var.write().unwrap_or_else(|p| p.into_inner()) = var;
+        Ok(())
+    }
+
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Var<T>> {
         self.inner.var.read().unwrap_or_else(|p| p.into_inner())
     }

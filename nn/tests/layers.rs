@@ -2,6 +2,16 @@
 
 use autograd::{gradcheck, GradcheckOptions, Var};
 use nn::check::gradcheck_params;
+
+/// The strict tolerances with `directions` random directions from `seed` (used
+/// when the parameters are too many for the full Jacobian).
+fn opts(directions: usize, seed: u64) -> GradcheckOptions {
+    GradcheckOptions {
+        directions,
+        seed,
+        ..GradcheckOptions::strict()
+    }
+}
 use nn::{Activation, Dropout, Embedding, LayerNorm, Linear, Mlp, Module, ParamStore, Sequential};
 use tensor::{Rng, Tensor};
 
@@ -45,8 +55,10 @@ fn mlp_layer_norm_and_sequential_parameter_gradients() {
         .push(norm);
     let x = Var::constant(input(&[5, 4], 10));
     let loss = || model.forward(&x)?.square()?.mean_all();
-    let checks = gradcheck_params(&store, loss, 3, 11).unwrap();
-    assert_eq!(checks, 3 * store.trainable().len());
+    let report = gradcheck_params(&store, loss, &opts(3, 11)).unwrap();
+    let entries: usize = store.trainable().iter().map(|p| p.value().numel()).sum();
+    assert!(report.full_jacobian);
+    assert_eq!(report.checks, entries);
     assert_eq!(store.trainable().len(), 6);
     let names: Vec<String> = store.all().iter().map(|p| p.name().to_string()).collect();
     assert_eq!(
@@ -111,7 +123,7 @@ fn embedding_looks_up_rows_and_accumulates_repeated_ids() {
         w.index_axis(0, 4).unwrap().to_vec()
     );
     let loss = || emb.forward_ids(&[4, 1, 4], &[3])?.sum_all();
-    assert!(gradcheck_params(&store, loss, 2, 3).is_ok());
+    assert!(gradcheck_params(&store, loss, &opts(2, 3)).is_ok());
     let g = autograd::backward(&loss().unwrap()).unwrap();
     let gw = g.get(&emb.weight.var()).unwrap();
     assert_eq!(gw.index_axis(0, 4).unwrap().to_vec(), vec![2.0; 3]);
@@ -220,7 +232,7 @@ fn gradcheck_params_restores_the_parameters_when_the_loss_fails() {
         }
         lin.forward(&x)?.square()?.sum_all()
     };
-    let e = gradcheck_params(&store, loss, 2, 0)
+    let e = gradcheck_params(&store, loss, &opts(2, 0))
         .unwrap_err()
         .to_string();
     assert!(e.contains("perturbed"), "{e}");
@@ -230,4 +242,34 @@ fn gradcheck_params_restores_the_parameters_when_the_loss_fails() {
         .map(|p| p.value().to_vec())
         .collect();
     assert_eq!(before, after);
+}
+
+/// tanh whose rule is 1 % too large: a plausible slip the check must catch.
+fn tanh_off_by_one_percent(x: &Var<f64>) -> tensor::Result<Var<f64>> {
+    let y = x.value().tanh();
+    autograd::record("tanh_off_by_one_percent", &[x], y, |c| {
+        let slope = c.output.square()?.neg()?.add_scalar(1.0)?;
+        Ok(vec![Some(c.grad.mul(&slope)?.mul_scalar(1.01)?)])
+    })
+}
+
+/// A wrong rule behind a layer fails `gradcheck_params` (full Jacobian and random
+/// directions alike), with the inputs named by parameter, and the right rule passes.
+#[test]
+fn gradcheck_params_catches_a_wrong_rule_and_names_the_parameters() {
+    let store = ParamStore::<f64>::new();
+    let lin = Linear::new(&store.root().sub("fc"), 3, 2, true, &mut Rng::new(8)).unwrap();
+    let x = Var::constant(input(&[4, 3], 9));
+    let right = || lin.forward(&x)?.tanh()?.sum_all();
+    let wrong = || tanh_off_by_one_percent(&lin.forward(&x)?)?.sum_all();
+    for full_jacobian_limit in [4096, 0] {
+        let o = GradcheckOptions {
+            full_jacobian_limit,
+            ..opts(4, 1)
+        };
+        let r = gradcheck_params(&store, right, &o).unwrap();
+        assert_eq!(r.full_jacobian, full_jacobian_limit > 0);
+        let e = gradcheck_params(&store, wrong, &o).unwrap_err().to_string();
+        assert!(e.contains("0 = fc.weight, 1 = fc.bias"), "{e}");
+    }
 }

@@ -5,6 +5,16 @@
 use autograd::{gradcheck, GradcheckOptions, Var};
 use nn::augment::Augment;
 use nn::check::gradcheck_params;
+
+/// The strict tolerances with `directions` random directions from `seed` (used
+/// when the parameters are too many for the full Jacobian).
+fn opts(directions: usize, seed: u64) -> GradcheckOptions {
+    GradcheckOptions {
+        directions,
+        seed,
+        ..GradcheckOptions::strict()
+    }
+}
 use nn::nets::resnet::{ResNet, ResNetConfig};
 use nn::nets::vgg::{vgg16_layers, Vgg};
 use nn::nets::wide_resnet::WideResNet;
@@ -40,7 +50,12 @@ fn conv2d_module_adds_its_bias_per_channel_and_passes_gradcheck() {
     for (i, (a, c)) in yv.iter().zip(&nv).enumerate() {
         assert!((a - c - b[(i / 16) % 6]).abs() < 1e-12);
     }
-    assert!(gradcheck_params(&store, || conv.forward(&x)?.tanh()?.sum_all(), 2, 3).unwrap() > 0);
+    assert!(
+        gradcheck_params(&store, || conv.forward(&x)?.tanh()?.sum_all(), &opts(2, 3))
+            .unwrap()
+            .checks
+            > 0
+    );
     assert!(Conv2d::<f64>::new(
         &store.root().sub("bad"),
         (3, 4),
@@ -107,7 +122,12 @@ fn batch_norm_uses_batch_statistics_in_training_and_running_ones_in_evaluation()
     );
     assert!(r.is_ok(), "{r:?}");
     let xin = Var::constant(rand(&[3, 3, 2, 2], 9));
-    assert!(gradcheck_params(&store, || bn.forward(&xin)?.tanh()?.sum_all(), 2, 4).unwrap() > 0);
+    assert!(
+        gradcheck_params(&store, || bn.forward(&xin)?.tanh()?.sum_all(), &opts(2, 4))
+            .unwrap()
+            .checks
+            > 0
+    );
     // One value per channel cannot be normalised in training; wrong channels are refused.
     assert!(bn.forward(&Var::constant(rand(&[1, 3], 1))).is_err());
     assert!(bn.forward(&Var::constant(rand(&[2, 4, 2, 2], 1))).is_err());

@@ -1,5 +1,6 @@
 //! The `Optimizer` trait and its checkpointable state.
 
+use autograd::Var;
 use nn::{Param, ParamGrads};
 use tensor::{Element, Error, Result, Tensor};
 
@@ -42,6 +43,18 @@ pub trait Optimizer<T: Element> {
     /// Applies one update with `grads` (aligned with [`Optimizer::params`]). On error
     /// (misaligned or non-finite gradients) no parameter changes.
     fn step(&mut self, grads: &ParamGrads<T>) -> Result<()>;
+
+    /// One step on the batch that `loss()` evaluates, returning the loss at the
+    /// parameters' values before the step: the interface every optimiser shares,
+    /// whether it needs one gradient (the default: evaluate, differentiate,
+    /// [`Optimizer::step`]) or several (SAM and LLQR+SAM evaluate `loss` again at a
+    /// perturbed point, so [`Optimizer::step`] alone cannot drive them). A loss that
+    /// is not finite is an error and nothing changes.
+    fn step_closure(&mut self, loss: &dyn Fn() -> Result<Var<T>>) -> Result<f64> {
+        let (value, grads) = crate::sam::gradients(self.params(), loss)?;
+        self.step(&grads)?;
+        Ok(value)
+    }
 
     /// The current learning rate.
     fn lr(&self) -> f64;
@@ -138,6 +151,50 @@ pub(crate) fn load_buffers<T: Element>(
         ));
     }
     Ok(buffers)
+}
+
+/// Splits a saved state into the entries under `prefix` (prefix removed) and the
+/// rest: how a wrapping optimiser (SAM, LLQR) keeps its own buffers and scalars
+/// beside the ones of the optimiser it wraps in one [`OptimizerState`].
+pub(crate) fn split_state<T: Element>(
+    prefix: &str,
+    state: &OptimizerState<T>,
+) -> (OptimizerState<T>, OptimizerState<T>) {
+    let mut own = OptimizerState::default();
+    let mut rest = OptimizerState::default();
+    for (n, t) in &state.tensors {
+        match n.strip_prefix(prefix) {
+            Some(k) => own.tensors.push((k.to_string(), t.clone())),
+            None => rest.tensors.push((n.clone(), t.clone())),
+        }
+    }
+    for (n, v) in &state.scalars {
+        match n.strip_prefix(prefix) {
+            Some(k) => own.scalars.push((k.to_string(), v.clone())),
+            None => rest.scalars.push((n.clone(), v.clone())),
+        }
+    }
+    (own, rest)
+}
+
+/// Adds `own` under `prefix` to the state of a wrapped optimiser (the inverse of
+/// [`split_state`]).
+pub(crate) fn join_state<T: Element>(
+    prefix: &str,
+    own: OptimizerState<T>,
+    mut wrapped: OptimizerState<T>,
+) -> OptimizerState<T> {
+    wrapped.tensors.extend(
+        own.tensors
+            .into_iter()
+            .map(|(n, t)| (format!("{prefix}{n}"), t)),
+    );
+    wrapped.scalars.extend(
+        own.scalars
+            .into_iter()
+            .map(|(n, v)| (format!("{prefix}{n}"), v)),
+    );
+    wrapped
 }
 
 /// Refuses tensors in `state` that no buffer of `prefixes` × `params` explains (a

@@ -2,7 +2,10 @@
 //! Fisher-SAM as the LLQR authors code it: take the gradient at a perturbed point
 //! θ + ε on the same batch and let a base optimiser step with it from θ.
 
-use crate::optimizer::{check_range, Optimizer};
+use crate::optimizer::{
+    buffer_state, check_range, join_state, load_buffers, reject_unknown_buffers, split_state,
+    Optimizer, OptimizerState,
+};
 use autograd::{backward, Var};
 use nn::{Param, ParamGrads};
 use tensor::{Element, Error, Result, Tensor};
@@ -28,7 +31,10 @@ pub enum SamVariant {
     },
 }
 
-/// SAM or F-SAM around any base optimiser.
+/// SAM or F-SAM around any base optimiser. It is an [`Optimizer`] driven by
+/// [`Optimizer::step_closure`] (it needs the loss twice); its state (F-SAM's
+/// gradient EMA under `sam.ema.`, beside the base's own) checkpoints and resumes
+/// bit-identically.
 pub struct Sam<T: Element> {
     base: Box<dyn Optimizer<T>>,
     rho: f64,
@@ -108,10 +114,28 @@ impl<T: Element> Sam<T> {
     pub fn base(&mut self) -> &mut dyn Optimizer<T> {
         self.base.as_mut()
     }
+}
+
+/// Where SAM keeps its own entries in an [`OptimizerState`].
+const SAM_PREFIX: &str = "sam.";
+
+impl<T: Element> Optimizer<T> for Sam<T> {
+    fn params(&self) -> &[Param<T>] {
+        self.base.params()
+    }
+
+    /// An error: SAM needs the loss at θ + ε, which a gradient alone cannot give;
+    /// use [`Optimizer::step_closure`].
+    fn step(&mut self, _grads: &ParamGrads<T>) -> Result<()> {
+        Err(Error::value(
+            "Sam::step",
+            "SAM evaluates the loss twice (at θ and at θ + ε): call step_closure with the loss",
+        ))
+    }
 
     /// One step on the batch that `loss()` evaluates (it is called twice: at θ and at
     /// θ + ε). Returns the loss at θ. On error the parameters are left at θ.
-    pub fn step(&mut self, loss: &dyn Fn() -> Result<Var<T>>) -> Result<f64> {
+    fn step_closure(&mut self, loss: &dyn Fn() -> Result<Var<T>>) -> Result<f64> {
         let params = self.base.params().to_vec();
         let (value, g) = gradients(&params, loss)?;
         let g = g.into_tensors();
@@ -157,5 +181,50 @@ impl<T: Element> Sam<T> {
             });
         }
         Ok(value)
+    }
+
+    fn lr(&self) -> f64 {
+        self.base.lr()
+    }
+
+    fn set_lr(&mut self, lr: f64) -> Result<()> {
+        self.base.set_lr(lr)
+    }
+
+    fn state(&self) -> OptimizerState<T> {
+        let own = match &self.ema {
+            Some(m) => OptimizerState {
+                tensors: buffer_state(
+                    "ema",
+                    self.base.params(),
+                    &m.iter().cloned().map(Some).collect::<Vec<_>>(),
+                ),
+                scalars: Vec::new(),
+            },
+            None => OptimizerState::default(),
+        };
+        join_state(SAM_PREFIX, own, self.base.state())
+    }
+
+    /// Restores the base's state and F-SAM's EMA; an EMA saved for another variant,
+    /// a partial one or one of the wrong shapes is an error and nothing changes.
+    fn load_state(&mut self, state: &OptimizerState<T>) -> Result<()> {
+        let (own, rest) = split_state(SAM_PREFIX, state);
+        let params = self.base.params().to_vec();
+        reject_unknown_buffers(&["ema"], &params, &own)?;
+        let ema = load_buffers("ema", &params, &own)?;
+        let ema: Option<Vec<Tensor<T>>> = ema.into_iter().collect();
+        if ema.is_some() && !matches!(self.variant, SamVariant::FriendlySam { .. }) {
+            return Err(Error::format(
+                "optimizer state",
+                format!(
+                    "a gradient EMA was saved, but {:?} keeps none (a state of F-SAM?)",
+                    self.variant
+                ),
+            ));
+        }
+        self.base.load_state(&rest)?;
+        self.ema = ema;
+        Ok(())
     }
 }

@@ -13,6 +13,7 @@ use optim::llqr::{
     fisher_vector_product, BatchScale, Geometry, InnerSolve, LlqrConfig, LlqrSam, PerturbationNorm,
     Preconditioner, Structure,
 };
+use optim::Optimizer;
 use tensor::{Rng, Tensor};
 
 #[test]
@@ -398,7 +399,7 @@ fn a_learned_u_reaches_the_inverse_curvature_and_sets_the_hovering_envelope() {
             let sgd = optim::Sgd::new(s.trainable(), optim::SgdConfig::new(eta)).unwrap();
             let mut opt = optim::Sam::new(Box::new(sgd), rho, optim::SamVariant::Sam).unwrap();
             for _ in 0..4000 {
-                opt.step(&loss).unwrap();
+                opt.step_closure(&loss).unwrap();
                 path.push(th.value().to_vec()[k]);
             }
         } else {
@@ -416,7 +417,7 @@ fn a_learned_u_reaches_the_inverse_curvature_and_sets_the_hovering_envelope() {
             .unwrap();
             opt.set_preconditioner(learner.preconditioner().clone());
             for _ in 0..4000 {
-                opt.step(&loss).unwrap();
+                opt.step_closure(&loss).unwrap();
                 path.push(th.value().to_vec()[k]);
             }
         }

@@ -9,7 +9,7 @@ use optim::llqr::{
     dense_curvature, exact_lqr_step, fisher_vector_product, hessian_vector_product, BatchScale,
     InnerSolve, LlqrConfig, LlqrSam, PerturbationNorm, Preconditioner, Structure,
 };
-use optim::{Sam, SamVariant, Sgd, SgdConfig};
+use optim::{Optimizer, Sam, SamVariant, Sgd, SgdConfig};
 use tensor::{Rng, Tensor};
 
 struct Tiny {
@@ -222,7 +222,7 @@ fn scalar_run(
     .unwrap()]));
     let mut path = Vec::with_capacity(steps);
     for _ in 0..steps {
-        opt.step(&|| f(&x.var())?.sum_all()).unwrap();
+        opt.step_closure(&|| f(&x.var())?.sum_all()).unwrap();
         path.push(x.value().to_vec()[0]);
     }
     path
@@ -344,7 +344,7 @@ fn sam_and_fsam_steps_by_hand() {
         let mut xs = vec![1.0, -2.0];
         let mut m: Option<Vec<f64>> = None;
         for _ in 0..3 {
-            sam.step(&f).unwrap();
+            sam.step_closure(&f).unwrap();
             let g: Vec<f64> = vec![xs[0] * 1.0, xs[1] * 9.0];
             let dir: Vec<f64> = match (&variant, &m) {
                 (SamVariant::FriendlySam { sigma, .. }, Some(m)) => {

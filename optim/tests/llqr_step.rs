@@ -53,7 +53,7 @@ fn two_llqr_sam_steps_by_hand_with_momentum_and_weight_decay() {
             };
             buf = Some(b);
             theta = [theta[0] - lr * b[0], theta[1] - lr * b[1]];
-            opt.step(&|| loss(&theta_p.var())).unwrap();
+            opt.step_closure(&|| loss(&theta_p.var())).unwrap();
             let got = theta_p.value().to_vec();
             for i in 0..2 {
                 assert!(
@@ -102,7 +102,7 @@ fn any_outer_optimiser_receives_u_times_the_perturbed_gradient() {
         reference
             .step(&nn::ParamGrads::from_tensors(vec![fed]))
             .unwrap();
-        opt.step(&|| loss(&theta_p.var())).unwrap();
+        opt.step_closure(&|| loss(&theta_p.var())).unwrap();
         let (a, b) = (
             theta_p.value().to_vec(),
             twin.trainable()[0].value().to_vec(),
@@ -126,9 +126,14 @@ fn sam_starts_after_the_given_step() {
     };
     let mut delayed = LlqrSam::new(store.trainable(), cfg.clone()).unwrap();
     let mut plain = LlqrSam::new(alone.trainable(), LlqrConfig { rho: 0.0, ..cfg }).unwrap();
+    // U held at I: only the perturbation differs between the two.
+    for opt in [&mut delayed, &mut plain] {
+        let u = opt.preconditioner().clone();
+        opt.set_preconditioner(u);
+    }
     for step in 0..3 {
-        delayed.step(&|| loss(&p.var())).unwrap();
-        plain.step(&|| loss(&q.var())).unwrap();
+        delayed.step_closure(&|| loss(&p.var())).unwrap();
+        plain.step_closure(&|| loss(&q.var())).unwrap();
         let same = p.value().to_vec() == q.value().to_vec();
         assert_eq!(same, step < 2, "step {step}");
     }
@@ -154,7 +159,10 @@ fn a_non_positive_u_norm_is_an_error_naming_the_parameter() {
     )
     .unwrap()]));
     let before = p.value().to_vec();
-    let e = opt.step(&|| loss(&p.var())).unwrap_err().to_string();
+    let e = opt
+        .step_closure(&|| loss(&p.var()))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("'theta'") && e.contains("not positive"), "{e}");
     assert_eq!(p.value().to_vec(), before);
 }
@@ -175,7 +183,7 @@ fn a_fisher_sam_step_by_hand() {
         let s = rho / (g[0] * f[0] + g[1] * f[1] + 1e-12).sqrt();
         let gp = gradient_at([theta[0] + s * f[0], theta[1] + s * f[1]]);
         theta = [theta[0] - lr * gp[0], theta[1] - lr * gp[1]];
-        opt.step(&|| loss(&p.var())).unwrap();
+        opt.step_closure(&|| loss(&p.var())).unwrap();
         let got = p.value().to_vec();
         assert!((got[0] - theta[0]).abs() <= 1e-14 && (got[1] - theta[1]).abs() <= 1e-14);
     }

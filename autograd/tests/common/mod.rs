@@ -150,15 +150,7 @@ pub fn opts() -> GradcheckOptions {
     strict()
 }
 
-/// The internal suite's tolerances: atol 1e-8, rtol 1e-6 in f64. Central differences
-/// with ε = 1e-6 carry a truncation error of about ε²·|f‴| ≈ 1e-12 and a rounding
-/// error of about 1e-16/ε = 1e-10, so these bounds keep two orders of margin, while
-/// a factor-2 error on a derivative of 1e-5 (which PyTorch's 1e-5 / 1e-3 lets pass)
-/// fails.
+/// The internal suite's tolerances (see [`GradcheckOptions::strict`]).
 pub fn strict() -> GradcheckOptions {
-    GradcheckOptions {
-        atol: 1e-8,
-        rtol: 1e-6,
-        ..GradcheckOptions::default()
-    }
+    GradcheckOptions::strict()
 }

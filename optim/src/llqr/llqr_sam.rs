@@ -10,7 +10,10 @@
 
 use super::curvature::{fisher_vector_product, hessian_vector_product, BatchScale, Geometry};
 use super::preconditioner::{Gvp, InnerSolve, InnerTrace, Preconditioner, Structure};
-use crate::optimizer::{check_lr, check_range, Optimizer};
+use crate::optimizer::{
+    buffer_state, check_lr, check_range, join_state, load_buffers, split_state, Optimizer,
+    OptimizerState,
+};
 use crate::sam::{gradients, perturb, restore};
 use crate::sgd::{Sgd, SgdConfig};
 use autograd::Var;
@@ -84,7 +87,14 @@ impl Default for LlqrConfig {
     }
 }
 
-/// The LLQR(+SAM) optimiser.
+/// The LLQR(+SAM) optimiser. It is an [`Optimizer`] driven by
+/// [`Optimizer::step_closure`] (with ρ > 0 it needs the loss twice). Refreshing U
+/// on a preconditioning batch is the caller's when [`LlqrSam::refresh_due`] says
+/// so ([`LlqrSam::refresh`], as the authors do, with logits); with the Newton
+/// geometry a step that finds a refresh due and not done refits U on its own batch,
+/// with a Fisher geometry it is an error (the loss alone cannot give the Fisher).
+/// Its state (U, F-SAM's ḡ, the counters, under `llqr.`, beside the outer
+/// optimiser's) checkpoints and resumes bit-identically.
 pub struct LlqrSam<T: Element> {
     params: Vec<Param<T>>,
     cfg: LlqrConfig,
@@ -93,7 +103,14 @@ pub struct LlqrSam<T: Element> {
     gbar: Option<Vec<Tensor<T>>>,
     steps: usize,
     sanitised: usize,
+    /// The step count at the last refresh.
+    refreshed_at: Option<usize>,
+    /// U was set by hand: never refreshed.
+    fixed: bool,
 }
+
+/// Where LLQR keeps its own entries in an [`OptimizerState`].
+const LLQR_PREFIX: &str = "llqr.";
 
 fn dot<T: Element>(a: &[Tensor<T>], b: &[Tensor<T>]) -> Result<f64> {
     let mut s = 0.0;
@@ -150,6 +167,8 @@ impl<T: Element> LlqrSam<T> {
             gbar: None,
             steps: 0,
             sanitised: 0,
+            refreshed_at: None,
+            fixed: false,
         })
     }
 
@@ -163,29 +182,16 @@ impl<T: Element> LlqrSam<T> {
         self.sanitised
     }
 
-    /// The parameters.
-    pub fn params(&self) -> &[Param<T>] {
-        &self.params
-    }
-
     /// The current preconditioner.
     pub fn preconditioner(&self) -> &Preconditioner<T> {
         &self.u
     }
 
-    /// Replaces the preconditioner (for experiments with a fixed U).
+    /// Replaces the preconditioner and fixes it (for experiments with a fixed U): no
+    /// refresh is due after this.
     pub fn set_preconditioner(&mut self, u: Preconditioner<T>) {
         self.u = u;
-    }
-
-    /// The learning rate η.
-    pub fn lr(&self) -> f64 {
-        self.outer.lr()
-    }
-
-    /// Sets η (for schedules).
-    pub fn set_lr(&mut self, lr: f64) -> Result<()> {
-        self.outer.set_lr(check_lr("LlqrSam", lr)?)
+        self.fixed = true;
     }
 
     /// Steps taken.
@@ -193,9 +199,13 @@ impl<T: Element> LlqrSam<T> {
         self.steps
     }
 
-    /// True when the next step should be preceded by a refresh of U.
+    /// True when the next step should be preceded by a refresh of U: every
+    /// `refresh_every` steps from the first, unless U was refreshed at this step
+    /// already or set by hand.
     pub fn refresh_due(&self) -> bool {
-        self.steps % self.cfg.refresh_every == 0
+        !self.fixed
+            && self.steps % self.cfg.refresh_every == 0
+            && self.refreshed_at != Some(self.steps)
     }
 
     /// Refits U on a preconditioning batch: `logits()` computes the model's logits
@@ -254,12 +264,42 @@ impl<T: Element> LlqrSam<T> {
         self.u.ema(&fitted, self.cfg.ema)?;
         self.u.floor_diagonal(self.cfg.floor);
         self.sanitised += trace.sanitised;
+        self.refreshed_at = Some(self.steps);
         Ok(trace)
+    }
+}
+
+impl<T: Element> Optimizer<T> for LlqrSam<T> {
+    fn params(&self) -> &[Param<T>] {
+        &self.params
+    }
+
+    /// An error: LLQR+SAM needs the loss (at θ + ε, and for a due refresh), which a
+    /// gradient alone cannot give; use [`Optimizer::step_closure`].
+    fn step(&mut self, _grads: &ParamGrads<T>) -> Result<()> {
+        Err(Error::value(
+            "LlqrSam::step",
+            "LLQR+SAM needs the loss, not a gradient: call step_closure with the loss",
+        ))
     }
 
     /// One step on the batch `loss()` evaluates (twice when ρ > 0). Returns the loss
-    /// at θ. On error the parameters are left at θ.
-    pub fn step(&mut self, loss: &dyn Fn() -> Result<Var<T>>) -> Result<f64> {
+    /// at θ. A refresh that is due and was not done is done here on this batch with
+    /// the Newton geometry, and is an error with a Fisher geometry (it needs logits:
+    /// call [`LlqrSam::refresh`] first). On error the parameters are left at θ.
+    fn step_closure(&mut self, loss: &dyn Fn() -> Result<Var<T>>) -> Result<f64> {
+        if self.refresh_due() {
+            if self.cfg.geometry != Geometry::Newton {
+                return Err(Error::value(
+                    "LlqrSam::step_closure",
+                    format!(
+                        "a refresh of U is due at step {} and the {:?} geometry needs the model's logits: call LlqrSam::refresh before the step",
+                        self.steps, self.cfg.geometry
+                    ),
+                ));
+            }
+            self.refresh_newton(loss)?;
+        }
         let params = self.params.clone();
         let (value, g) = gradients(&params, loss)?;
         let g = g.into_tensors();
@@ -319,5 +359,112 @@ impl<T: Element> LlqrSam<T> {
         }
         self.steps += 1;
         Ok(value)
+    }
+
+    /// The learning rate η of the outer optimiser.
+    fn lr(&self) -> f64 {
+        self.outer.lr()
+    }
+
+    /// Sets η (for schedules).
+    fn set_lr(&mut self, lr: f64) -> Result<()> {
+        self.outer.set_lr(check_lr("LlqrSam", lr)?)
+    }
+
+    fn state(&self) -> OptimizerState<T> {
+        let mut tensors = Vec::new();
+        for (b, block) in self.u.factor_tensors().into_iter().enumerate() {
+            for (k, t) in block.into_iter().enumerate() {
+                tensors.push((format!("u.{b}.{k}"), t));
+            }
+        }
+        if let Some(m) = &self.gbar {
+            let m: Vec<Option<Tensor<T>>> = m.iter().cloned().map(Some).collect();
+            tensors.extend(buffer_state("gbar", &self.params, &m));
+        }
+        let at = self
+            .refreshed_at
+            .map_or_else(|| "none".to_string(), |s| s.to_string());
+        let scalars = vec![
+            ("steps".into(), self.steps.to_string()),
+            ("sanitised".into(), self.sanitised.to_string()),
+            ("refreshed_at".into(), at),
+            ("fixed".into(), self.fixed.to_string()),
+        ];
+        join_state(
+            LLQR_PREFIX,
+            OptimizerState { tensors, scalars },
+            self.outer.state(),
+        )
+    }
+
+    /// Restores U, ḡ, the counters and the outer optimiser's state. Missing or
+    /// unknown entries, shapes that do not match and a ḡ saved without F-SAM are
+    /// errors naming them, and nothing changes.
+    fn load_state(&mut self, state: &OptimizerState<T>) -> Result<()> {
+        let (own, rest) = split_state(LLQR_PREFIX, state);
+        let shapes = self.u.factor_tensors();
+        let mut factors = Vec::with_capacity(shapes.len());
+        let mut known = Vec::new();
+        for (b, block) in shapes.iter().enumerate() {
+            let mut loaded = Vec::with_capacity(block.len());
+            for k in 0..block.len() {
+                let name = format!("u.{b}.{k}");
+                let t = own.tensor(&name).ok_or_else(|| {
+                    Error::format(
+                        "optimizer state",
+                        format!("{LLQR_PREFIX}{name} (a factor of U) is missing"),
+                    )
+                })?;
+                loaded.push(t.clone());
+                known.push(name);
+            }
+            factors.push(loaded);
+        }
+        let u = self.u.with_factor_tensors(factors)?;
+        let gbar = load_buffers("gbar", &self.params, &own)?;
+        let gbar: Option<Vec<Tensor<T>>> = gbar.into_iter().collect();
+        if gbar.is_some() {
+            if self.cfg.fsam_decay.is_none() {
+                return Err(Error::format(
+                    "optimizer state",
+                    "a gradient average ḡ was saved, but this LLQR has no F-SAM decay",
+                ));
+            }
+            known.extend(self.params.iter().map(|p| format!("gbar.{}", p.name())));
+        }
+        let extra: Vec<String> = own
+            .tensors
+            .iter()
+            .filter(|(n, _)| !known.contains(n))
+            .map(|(n, _)| format!("{LLQR_PREFIX}{n}"))
+            .collect();
+        if !extra.is_empty() {
+            return Err(Error::format(
+                "optimizer state",
+                format!("entries this LLQR does not keep: {}", extra.join(", ")),
+            ));
+        }
+        let steps: usize = own.scalar("steps")?;
+        let sanitised: usize = own.scalar("sanitised")?;
+        let fixed: bool = own.scalar("fixed")?;
+        let at: String = own.scalar("refreshed_at")?;
+        let refreshed_at = match at.as_str() {
+            "none" => None,
+            s => Some(s.parse::<usize>().map_err(|_| {
+                Error::format(
+                    "optimizer state",
+                    format!("{LLQR_PREFIX}refreshed_at is malformed: '{s}'"),
+                )
+            })?),
+        };
+        self.outer.load_state(&rest)?;
+        self.u = u;
+        self.gbar = gbar;
+        self.steps = steps;
+        self.sanitised = sanitised;
+        self.refreshed_at = refreshed_at;
+        self.fixed = fixed;
+        Ok(())
     }
 }

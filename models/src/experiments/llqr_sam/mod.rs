@@ -6,8 +6,8 @@ pub mod classify;
 pub mod network;
 pub mod pothole;
 
-use autograd::{backward, Var};
-use nn::{Param, ParamGrads};
+use autograd::Var;
+use nn::Param;
 use optim::llqr::{Geometry, LlqrConfig, LlqrSam, PerturbationNorm};
 use optim::{Optimizer, Sam, SamVariant, Sgd, SgdConfig};
 use tensor::{Result, Rng};
@@ -210,13 +210,18 @@ impl Stepper {
         }
     }
 
+    /// The stepper as the optimiser interface all three share.
+    pub fn optimizer(&mut self) -> &mut dyn Optimizer<f32> {
+        match self {
+            Stepper::Plain(o) => o.as_mut(),
+            Stepper::Sam(s) => s,
+            Stepper::Llqr(l) => l.as_mut(),
+        }
+    }
+
     /// Sets the learning rate.
     pub fn set_lr(&mut self, lr: f64) -> Result<()> {
-        match self {
-            Stepper::Plain(o) => o.set_lr(lr),
-            Stepper::Sam(s) => s.base().set_lr(lr),
-            Stepper::Llqr(l) => l.set_lr(lr),
-        }
+        self.optimizer().set_lr(lr)
     }
 
     /// True when LLQR wants its preconditioner refreshed before this step.
@@ -226,17 +231,7 @@ impl Stepper {
 
     /// One step on the batch `loss()` evaluates; returns the loss at θ.
     pub fn step(&mut self, loss: &dyn Fn() -> Result<Var<f32>>) -> Result<f64> {
-        match self {
-            Stepper::Plain(o) => {
-                let l = loss()?;
-                let value = l.item()? as f64;
-                let grads = ParamGrads::collect(o.params(), &backward(&l)?);
-                o.step(&grads)?;
-                Ok(value)
-            }
-            Stepper::Sam(s) => s.step(loss),
-            Stepper::Llqr(l) => l.step(loss),
-        }
+        self.optimizer().step_closure(loss)
     }
 
     /// For LLQR: the spread of U's entries (diagonal entries, or the factors' entries

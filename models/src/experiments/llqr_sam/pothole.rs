@@ -12,6 +12,7 @@ use autograd::Var;
 use nn::checkpoint::AnyTensor;
 use nn::ParamStore;
 use optim::llqr::{LlqrConfig, LlqrSam, PerturbationNorm, Preconditioner};
+use optim::Optimizer;
 use tensor::{Result, Tensor};
 
 /// Options of this experiment.
@@ -143,7 +144,7 @@ pub fn scalar_run(
     )?]));
     let mut path = Vec::with_capacity(steps);
     for _ in 0..steps {
-        opt.step(&|| f(&x.var()))?;
+        opt.step_closure(&|| f(&x.var()))?;
         path.push(x.value().to_vec()[0]);
     }
     Ok(path)
