@@ -76,14 +76,29 @@ pub(crate) fn filled<T: Copy + Send + 'static>(n: usize, v: T) -> Vec<T> {
 /// A vector of length `n` for a kernel that overwrites every element: a recycled
 /// buffer (holding stale but valid values) when one is pooled, else `n` copies of
 /// `v`. Saves the refill of [`filled`]; a caller that leaves an element unwritten
-/// would read a stale value, so use it only for outputs written in full.
+/// would read a stale value, so use it only for outputs written in full. In debug
+/// and test builds (`debug_assertions`) every float scratch buffer, recycled or
+/// fresh, is filled with NaN instead, so a kernel that misses an element fails
+/// loudly rather than passing on a stale or zero value.
 pub fn scratch<T: Copy + Send + 'static>(n: usize, v: T) -> Vec<T> {
-    if poolable::<T>(n) {
-        if let Some(buf) = take::<T>(n) {
-            return buf;
-        }
+    let mut buf = match poolable::<T>(n).then(|| take::<T>(n)).flatten() {
+        Some(buf) => buf,
+        None => vec![v; n],
+    };
+    if cfg!(debug_assertions) {
+        poison(&mut buf);
     }
-    vec![v; n]
+    buf
+}
+
+/// Fills a float buffer with NaN (other element types are left as they are).
+fn poison<T: 'static>(buf: &mut Vec<T>) {
+    let any = buf as &mut dyn Any;
+    if let Some(b) = any.downcast_mut::<Vec<f32>>() {
+        b.fill(f32::NAN);
+    } else if let Some(b) = any.downcast_mut::<Vec<f64>>() {
+        b.fill(f64::NAN);
+    }
 }
 
 fn take<T: Send + 'static>(n: usize) -> Option<Vec<T>> {
@@ -156,5 +171,19 @@ mod tests {
         }
         let small = filled(10, 2.0f32);
         assert_eq!(small, vec![2.0; 10]);
+    }
+
+    /// Debug and test builds hand out NaN-filled float scratch, fresh or recycled,
+    /// so a kernel that leaves an element unwritten cannot pass unnoticed.
+    #[test]
+    fn scratch_is_poisoned_in_debug_builds() {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        assert!(scratch(10, 0.0f32).iter().all(|v| v.is_nan()));
+        let n = 1 << 15;
+        drop(Storage::new(vec![1.0f64; n]));
+        assert!(scratch(n, 0.0f64).iter().all(|v| v.is_nan()));
+        assert_eq!(scratch(3, 7usize), vec![7; 3]);
     }
 }
