@@ -122,6 +122,30 @@ proptest! {
     }
 
     #[test]
+    fn qr_and_least_squares_pass_gradcheck(
+        n in 1usize..4, extra in 0usize..3, batch in 1usize..3, seed in any::<u64>(),
+    ) {
+        // Tall matrices [2I + U(±0.3); U(±0.3)]: full column rank, singular values
+        // within [1.1, 3], so R⁻¹ in the rule stays tame.
+        let m = n + extra;
+        let mut rng = Rng::new(seed);
+        let mut a = Tensor::<f64>::rand_uniform(&[batch, m, n], -0.3, 0.3, &mut rng).unwrap().to_vec();
+        for k in 0..batch {
+            for i in 0..n {
+                a[(k * m + i) * n + i] += 2.0;
+            }
+        }
+        let a = Tensor::from_vec(a, &[batch, m, n]).unwrap();
+        let b = Tensor::<f64>::rand_normal(&[batch, m, 2], 0.0, 1.0, &mut rng).unwrap();
+        check("qr Q", |v: &[Var<f64>]| v[0].qr().map(|(q, _)| q), std::slice::from_ref(&a));
+        check("qr R", |v: &[Var<f64>]| v[0].qr().map(|(_, r)| r), std::slice::from_ref(&a));
+        check("lstsq", |v: &[Var<f64>]| v[0].lstsq(&v[1]), &[a.clone(), b.clone()]);
+        // A transposed (non-contiguous) view of a tall matrix.
+        let at = a.permute(&[0, 2, 1]).unwrap().contiguous().permute(&[0, 2, 1]).unwrap();
+        check("lstsq, transposed storage", |v: &[Var<f64>]| v[0].lstsq(&v[1]), &[at, b]);
+    }
+
+    #[test]
     fn fourier_transforms_pass_gradcheck(n in 1usize..9, rows in 1usize..3, norm in 0usize..3, extra in 0usize..3, seed in any::<u64>()) {
         let norm = [Norm::Backward, Norm::Ortho, Norm::Forward][norm];
         let mut rng = Rng::new(seed);
@@ -174,4 +198,57 @@ fn batched_symmetric_ops_pass_gradcheck() {
         |v: &[Var<f64>]| v[0].logdet_spd(),
         std::slice::from_ref(&a),
     );
+}
+
+/// The forward of the differentiable QR: the unique factorization (R's diagonal
+/// positive, Q orthonormal, A = QR), and least squares equal to the normal
+/// equations' solution; rank-deficient and wide matrices are refused by name.
+#[test]
+fn qr_is_the_unique_factorization_and_refuses_what_it_cannot_differentiate() {
+    let mut rng = Rng::new(5);
+    let a = Tensor::<f64>::rand_normal(&[2, 6, 4], 0.0, 1.0, &mut rng).unwrap();
+    let (q, r) = Var::constant(a.clone()).qr().unwrap();
+    let (q, r) = (q.value().clone(), r.value().clone());
+    let recon = q.matmul(&r).unwrap().to_vec();
+    for (x, y) in recon.iter().zip(a.to_vec()) {
+        assert!((x - y).abs() <= 1e-13, "{x} vs {y}");
+    }
+    let qtq = q.t().unwrap().matmul(&q).unwrap().to_vec();
+    let rv = r.to_vec();
+    for k in 0..2 {
+        for i in 0..4 {
+            assert!(rv[k * 16 + i * 5] > 0.0, "R's diagonal must be positive");
+            for j in 0..4 {
+                let want = if i == j { 1.0 } else { 0.0 };
+                assert!((qtq[k * 16 + i * 4 + j] - want).abs() <= 1e-14);
+                if i > j {
+                    assert_eq!(rv[k * 16 + i * 4 + j], 0.0);
+                }
+            }
+        }
+    }
+    let b = Tensor::<f64>::rand_normal(&[2, 6, 3], 0.0, 1.0, &mut rng).unwrap();
+    let x = Var::constant(a.clone())
+        .lstsq(&Var::constant(b.clone()))
+        .unwrap()
+        .value()
+        .to_vec();
+    let at = a.t().unwrap();
+    let normal = at
+        .matmul(&a)
+        .unwrap()
+        .solve_spd(&at.matmul(&b).unwrap())
+        .unwrap()
+        .to_vec();
+    for (x, y) in x.iter().zip(normal) {
+        assert!((x - y).abs() <= 1e-12, "{x} vs {y}");
+    }
+    // A repeated column: rank 1 of 2.
+    let deficient =
+        Var::constant(Tensor::from_vec(vec![1.0, 1.0, 2.0, 2.0, 3.0, 3.0], &[3, 2]).unwrap());
+    let e = deficient.qr().unwrap_err().to_string();
+    assert!(e.contains("rank-deficient") && e.contains("R[1][1]"), "{e}");
+    let wide = Var::constant(Tensor::<f64>::zeros(&[2, 3]).unwrap());
+    let e = wide.qr().unwrap_err().to_string();
+    assert!(e.contains("m ≥ n"), "{e}");
 }

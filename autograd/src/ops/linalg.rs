@@ -1,5 +1,5 @@
 //! Linear algebra with gradients: Cholesky, triangular solve, SPD solve, inverse,
-//! log-determinant and the symmetric eigendecomposition.
+//! log-determinant, the symmetric eigendecomposition, QR and least squares.
 //!
 //! The symmetric routines read only the lower triangle of A, and their gradients are
 //! exactly those of that function: Ā = fold(G) = tril(G + Gᵀ) − diag(G), where G is
@@ -238,5 +238,56 @@ impl<T: Element> Var<T> {
             Ok(vec![Some(g.add(&g.t()?)?.mul_scalar(0.5)?.fold_lower()?)])
         })?;
         Ok((out.narrow(-2, 0, 1)?.squeeze(-2)?, out.narrow(-2, 1, n)?))
+    }
+
+    /// Reduced QR of each tall or square `[m, n]` matrix (m ≥ n): Q `[m, n]` with
+    /// orthonormal columns and R `[n, n]` upper triangular with a non-negative
+    /// diagonal — the unique factorization of a full-rank A, so the derivative
+    /// exists; a rank-deficient A is an error naming the entry of R. Gradient
+    /// (Walter & Lehmann; Seeger et al.): with M = R R̄ᵀ − Q̄ᵀ Q and copyltu(M) the
+    /// symmetric matrix that copies M's lower triangle upwards,
+    /// Ā = (Q̄ + Q copyltu(M)) R⁻ᵀ. Written with differentiable ops, so second
+    /// order follows. Wide matrices (m < n) are refused: R is then not square and
+    /// this rule does not apply.
+    #[track_caller]
+    pub fn qr(&self) -> Result<(Var<T>, Var<T>)> {
+        let s = self.shape();
+        if s.len() < 2 || s[s.len() - 2] < s[s.len() - 1] {
+            return Err(tensor::Error::shape(
+                "Var::qr",
+                format!("the differentiable QR needs [.., m, n] matrices with m ≥ n, got {s:?}"),
+            ));
+        }
+        let (m, n) = (s[s.len() - 2], s[s.len() - 1]);
+        let (q, r) = self.value.qr()?;
+        r.check_full_rank("Var::qr", m)?;
+        let packed = Tensor::cat(&[&q, &r], -2)?;
+        let out = record("qr", &[self], packed, move |c| {
+            let q = c.output.narrow(-2, 0, m)?;
+            let r = c.output.narrow(-2, m, n)?;
+            let qbar = c.grad.narrow(-2, 0, m)?;
+            let rbar = c.grad.narrow(-2, m, n)?;
+            let big_m = r.matmul(&rbar.t()?)?.sub(&qbar.t()?.matmul(&q)?)?;
+            let lower = big_m.mul(&mask(n, 1.0, 1.0, 0.0)?)?;
+            let strictly = big_m.mul(&mask(n, 1.0, 0.0, 0.0)?)?;
+            let copyltu = lower.add(&strictly.t()?)?;
+            let b = qbar.add(&q.matmul(&copyltu)?)?;
+            // X Rᵀ = B.
+            let right_t = Triangular {
+                left: false,
+                ..Triangular::UPPER.transposed()
+            };
+            Ok(vec![Some(r.solve_triangular(&b, right_t)?)])
+        })?;
+        Ok((out.narrow(-2, 0, m)?, out.narrow(-2, m, n)?))
+    }
+
+    /// Least squares: the X minimising ‖A X − B‖ for each `[m, n]` A (`self`) with
+    /// m ≥ n and full column rank, X = R⁻¹ Qᵀ B through [`Var::qr`]; differentiable
+    /// in A and B to any order. A rank-deficient A is an error naming the entry of R.
+    #[track_caller]
+    pub fn lstsq(&self, b: &Var<T>) -> Result<Var<T>> {
+        let (q, r) = self.qr()?;
+        r.solve_triangular(&q.t()?.matmul(b)?, Triangular::UPPER)
     }
 }

@@ -85,12 +85,24 @@ fn qr_f64(a: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
             rk[i * n + c] = at[c * m + i];
         }
     }
+    // R's diagonal made non-negative (row j of R and column j of Q flipped
+    // together): for a full-rank A this is the unique factorization, the one whose
+    // derivative exists.
+    for j in 0..k {
+        if rk[j * n + j] < 0.0 {
+            rk[j * n + j..(j + 1) * n].iter_mut().for_each(|v| *v = -*v);
+            for i in 0..m {
+                q[i * k + j] = -q[i * k + j];
+            }
+        }
+    }
     (q, rk)
 }
 
 impl<T: Element> Tensor<T> {
     /// Reduced QR of each `[m, n]` matrix: Q `[m, k]` with orthonormal columns and R
-    /// `[k, n]` upper triangular, k = min(m, n), A = Q R. Computed in f64.
+    /// `[k, n]` upper triangular with a non-negative diagonal, k = min(m, n), A = Q R
+    /// (for A of full rank k, the unique such factorization). Computed in f64.
     pub fn qr(&self) -> Result<(Tensor<T>, Tensor<T>)> {
         let s = self.shape();
         if s.len() < 2 {
@@ -133,28 +145,42 @@ impl<T: Element> Tensor<T> {
             ));
         }
         let (q, r) = self.qr()?;
-        let n = s[s.len() - 1];
-        let rv = r.contiguous();
-        let diag: Vec<f64> = rv
-            .reshape(&[rv.numel() / (n * n).max(1), n * n])?
-            .slice(1, 0, n * n, n + 1)?
-            .to_vec()
-            .iter()
-            .map(|v| v.as_f64().abs())
-            .collect();
-        let big = diag.iter().cloned().fold(0.0, f64::max);
-        let tol = big * (s[s.len() - 2].max(n) as f64) * T::EPS;
-        if let Some(i) = diag.iter().position(|&d| d <= tol) {
-            return Err(Error::numerical(
-                "lstsq",
-                format!(
-                    "the matrix is rank-deficient: |R[{0}][{0}]| = {1:e} is below {tol:e}",
-                    i % n,
-                    diag[i]
-                ),
-            ));
-        }
+        r.check_full_rank("lstsq", s[s.len() - 2])?;
         let qtb = q.t()?.matmul(b)?;
         r.solve_triangular(&qtb, super::Triangular::UPPER)
+    }
+
+    /// Checks that each `[n, n]` R of a QR of `[m, n]` matrices (`rows` = m) has
+    /// no negligible diagonal entry, |R_ii| ≤ max_j |R_jj| · max(m, n) · ε, that is,
+    /// that A has full column rank to working precision: least squares and the QR
+    /// derivative need it. The error names the batch entry and the diagonal entry.
+    pub fn check_full_rank(&self, op: &'static str, rows: usize) -> Result<()> {
+        let s = self.shape();
+        let n = s.last().copied().unwrap_or(0);
+        if s.len() < 2 || s[s.len() - 2] != n {
+            return Err(Error::shape(
+                op,
+                format!("R must be [.., n, n], got {}", fmt_shape(s)),
+            ));
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let r = self.contiguous().to_vec();
+        for (b, mat) in r.chunks(n * n).enumerate() {
+            let diag: Vec<f64> = (0..n).map(|i| mat[i * n + i].as_f64().abs()).collect();
+            let big = diag.iter().cloned().fold(0.0, f64::max);
+            let tol = big * (rows.max(n) as f64) * T::EPS;
+            if let Some(i) = diag.iter().position(|&d| d <= tol) {
+                return Err(Error::numerical(
+                    op,
+                    format!(
+                        "matrix {b} is rank-deficient: |R[{i}][{i}]| = {:e} is below {tol:e}",
+                        diag[i]
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 }
