@@ -91,7 +91,9 @@ pub fn scratch<T: Copy + Send + 'static>(n: usize, v: T) -> Vec<T> {
     buf
 }
 
-/// Fills a float buffer with NaN (other element types are left as they are).
+/// Fills a float buffer with NaN (other element types are left as they are). Takes
+/// the `Vec` because the type test (`Any`) needs a sized value, which a slice is not.
+#[allow(clippy::ptr_arg)]
 fn poison<T: 'static>(buf: &mut Vec<T>) {
     let any = buf as &mut dyn Any;
     if let Some(b) = any.downcast_mut::<Vec<f32>>() {
