@@ -209,7 +209,7 @@ fn roll_last(x: &Tensor<f64>, shift: usize) -> Tensor<f64> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     /// A convolution commutes with circular shifts.
     #[test]

@@ -70,7 +70,7 @@ fn naive_attention(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
     #[test]
     fn attention_matches_a_naive_loop(
         (b, h, lq, lk, d) in (1usize..3, 1usize..4, 1usize..5, 1usize..6, 1usize..5),

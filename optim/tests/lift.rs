@@ -499,7 +499,7 @@ fn every_part_of_the_lift_gets_a_gradient() {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, failure_persistence: None, ..proptest::prelude::ProptestConfig::default() })]
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..proptest::prelude::ProptestConfig::default() })]
 
     /// Convexity over random parameter draws, sizes, both activations, every
     /// strategy, with and without CP-Flow's gain: the midpoint of any segment lies on

@@ -5,11 +5,12 @@ use autograd::{GradcheckOptions, Var};
 use proptest::test_runner::Config;
 use tensor::{Result, Tensor};
 
-/// proptest settings without failure files.
+/// proptest settings: `cases` cases, failures persisted the proptest way (a
+/// `proptest-regressions/` file beside the test, replayed first on later runs:
+/// commit it with the fix).
 pub fn config(cases: u32) -> Config {
     Config {
         cases,
-        failure_persistence: None,
         ..Config::default()
     }
 }

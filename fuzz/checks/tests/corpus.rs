@@ -26,7 +26,7 @@ fn every_target_passes_over_its_committed_corpus() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 300, .. ProptestConfig::default() })]
     #[test]
     fn every_target_survives_random_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
         for (_, target) in TARGETS {

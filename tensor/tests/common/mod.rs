@@ -4,12 +4,12 @@
 use proptest::test_runner::Config;
 use tensor::{Element, Tensor};
 
-/// proptest settings: `cases` cases, no failure files (the test suite is read-only
-/// data; failing seeds are printed and can be pinned as regression tests).
+/// proptest settings: `cases` cases, failures persisted the proptest way (a
+/// `proptest-regressions/` file beside the test, replayed first on later runs:
+/// commit it with the fix).
 pub fn config(cases: u32) -> Config {
     Config {
         cases,
-        failure_persistence: None,
         ..Config::default()
     }
 }
