@@ -6,7 +6,8 @@ mod common;
 
 use common::{args, tmpdir};
 use models::cli::RunConfig;
-use models::experiments::{closed_form, fno_burgers, lift, llqr_sam};
+use models::experiments::{closed_form, fno_burgers, lift, llqr_sam, registry, run_experiment};
+use models::report::evidence::{summary, Claim, Verdict};
 
 fn config(list: &[&str], out: &std::path::Path) -> RunConfig {
     let mut all = list.to_vec();
@@ -99,6 +100,18 @@ fn fno_burgers_chooses_lambda_and_beta_on_validation() {
         .map(|r| r.iter().filter(|c| c.ends_with('←')).count())
         .sum();
     assert_eq!(marks, 4 * 2);
+    // The closed-form claim's tests: each backbone's proximal head against its
+    // squared-loss training and its ridge head, at the smallest batch; one seed
+    // cannot decide.
+    let ev = &tables[0].evidence;
+    assert_eq!(ev.len(), 4);
+    for e in ev {
+        assert_eq!(e.claim, Claim::ClosedForm);
+        assert_eq!(e.setting, "fno-burgers, batch 1");
+        assert!(e.method.0.ends_with("proximal head"), "{}", e.method.0);
+        assert_eq!((e.method.1.len(), e.baseline.1.len()), (1, 1));
+        assert_eq!(e.verdict(), Verdict::CannotTell("fewer than 2 seeds"));
+    }
     let bad = config(&["--train", "4", "--batches", "8"], &dir);
     assert!(fno_burgers::run(&bad).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
@@ -244,6 +257,23 @@ fn lift_flow_2d_reads_sigma_for_the_five_cells() {
     assert!(cell("lift, no slack").split(", ").all(|s| s.ends_with('—')));
     assert!(!cell("lift").contains("0.00e0"), "{}", cell("lift"));
     assert_eq!(tables[3].rows.len(), 2);
+    // The lift's claim tested against PGD and softplus (no control arm here).
+    let ev = &tables[0].evidence;
+    let baselines: Vec<&str> = ev.iter().map(|e| e.baseline.0.as_str()).collect();
+    assert_eq!(baselines, ["PGD", "softplus"]);
+    assert!(ev
+        .iter()
+        .all(|e| e.claim == Claim::Lift && e.method.0 == "lift"));
+    let summary = summary(ev);
+    let lift = summary[1]
+        .rows
+        .iter()
+        .find(|r| r[0] == "lift (ICNN)")
+        .unwrap();
+    assert_eq!(
+        lift[2..],
+        ["2", "0", "0", "2", "cannot tell at this scale"].map(String::from)
+    );
     for bad in [["--layers", "0"], ["--convention", "nope"]] {
         assert!(lift::flow2d::run(&config(&bad, &dir)).is_err(), "{bad:?}");
     }
@@ -323,4 +353,24 @@ fn lift_ebm_1d_beats_the_baselines_on_gumbel_at_a_fixed_seed() {
         lift_tv < 0.115 && lift_tv < pgd && lift_tv < softplus,
         "{lift_tv} {pgd} {softplus}"
     );
+}
+
+/// `--data` given to an experiment that reads none is an error naming the readers,
+/// before any run folder is made.
+#[test]
+fn data_for_an_experiment_that_reads_none_is_refused() {
+    let dir = tmpdir("e2e-data");
+    let cfg = config(&["--data", "/nonexistent", "--iterations", "2"], &dir);
+    let ebm = registry()
+        .into_iter()
+        .find(|e| e.name == "lift-ebm-1d")
+        .unwrap();
+    assert!(!ebm.reads_data);
+    let e = run_experiment(&ebm, &cfg).unwrap_err().to_string();
+    assert!(
+        e.contains("lift-ebm-1d reads no data") && e.contains("mnist"),
+        "{e}"
+    );
+    assert!(!dir.join("lift-ebm-1d").exists());
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -16,6 +16,7 @@
 use crate::cli::RunConfig;
 use crate::data::burgers::cache::{load_or_generate, Source};
 use crate::data::burgers::{convergence_check, BurgersConfig};
+use crate::report::evidence::{Better, Claim, Evidence};
 use crate::report::{mean_std, progress::Progress, Metrics, Table};
 use autograd::{backward, no_grad, Var};
 use nn::checkpoint::{AnyTensor, NamedTensors};
@@ -559,6 +560,8 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         &header_refs,
     );
     let mut model = Vec::new();
+    // The errors of every arm at the smallest batch, for the claim's test.
+    let mut smallest: Vec<(Method, Vec<f64>)> = Vec::new();
     for method in Method::ALL {
         let regs = chosen
             .iter()
@@ -582,6 +585,9 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                 }
             }
             let cell = mean_std(&errors, 4);
+            if j == 0 {
+                smallest.push((method, errors.clone()));
+            }
             row.push(match &regs {
                 Some(_) => format!("{cell} ({reg:e})"),
                 None => cell,
@@ -593,6 +599,32 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         }
         row.push(seconds.join(" / "));
         table.row(row);
+    }
+    // The proximal head against the same backbone's squared-loss training and its
+    // per-batch ridge head, at the smallest batch.
+    let errors_of = |m: Method| {
+        smallest
+            .iter()
+            .find(|(a, _)| *a == m)
+            .map(|(_, e)| e.clone())
+    };
+    for (backbone, plain) in [
+        (Backbone::Adam, Method::AdamSquared),
+        (Backbone::Sgd, Method::SgdSquared),
+    ] {
+        for baseline in [plain, Method::Ridge(backbone)] {
+            if let (Some(m), Some(b)) = (errors_of(Method::Proximal(backbone)), errors_of(baseline))
+            {
+                table.evidence.push(Evidence {
+                    claim: Claim::ClosedForm,
+                    setting: format!("fno-burgers, batch {}", batches[0]),
+                    metric: "test relative L2".into(),
+                    better: Better::Lower,
+                    method: (Method::Proximal(backbone).label(), m),
+                    baseline: (baseline.label(), b),
+                });
+            }
+        }
     }
     let dir = cfg.run_dir("fno-burgers")?;
     dir.write_metrics(

@@ -25,6 +25,9 @@ pub struct Experiment {
     pub in_demo: bool,
     /// Its own options (`--key value`), with help.
     pub options: &'static [(&'static str, &'static str)],
+    /// Reads files from `--data DIR` (for the others `--data` is an error, not
+    /// silently ignored).
+    pub reads_data: bool,
     /// Runs it, returning the result tables.
     pub run: fn(&RunConfig) -> Result<Vec<Table>>,
 }
@@ -37,6 +40,7 @@ pub fn registry() -> Vec<Experiment> {
             about: "MLP classifier on the UCI digits: SGD vs Adam, cross-entropy vs squared loss on one-hot targets",
             in_demo: false,
             options: digits::OPTIONS,
+            reads_data: true,
             run: digits::run,
         },
         Experiment {
@@ -44,6 +48,7 @@ pub fn registry() -> Vec<Experiment> {
             about: "MLP classifier on 10,000 real MNIST digits: SGD vs Adam, cross-entropy vs squared loss on one-hot targets",
             in_demo: true,
             options: digits::MNIST_OPTIONS,
+            reads_data: true,
             run: digits::run_mnist,
         },
         Experiment {
@@ -51,6 +56,7 @@ pub fn registry() -> Vec<Experiment> {
             about: "MLP regression on the diabetes set: SGD vs Adam against the mean predictor",
             in_demo: true,
             options: diabetes::OPTIONS,
+            reads_data: false,
             run: diabetes::run,
         },
         Experiment {
@@ -58,6 +64,7 @@ pub fn registry() -> Vec<Experiment> {
             about: "closed-form proximal last layer vs SGD, Adam and per-batch ridge on molecular energies and diabetes, across batch sizes",
             in_demo: true,
             options: closed_form::regression::OPTIONS,
+            reads_data: false,
             run: closed_form::regression::run,
         },
         Experiment {
@@ -65,6 +72,7 @@ pub fn registry() -> Vec<Experiment> {
             about: "real MNIST with squared loss and a closed-form last layer vs cross-entropy and squared-loss SGD, across batch sizes",
             in_demo: true,
             options: closed_form::classification::OPTIONS,
+            reads_data: true,
             run: closed_form::classification::run,
         },
         Experiment {
@@ -72,6 +80,7 @@ pub fn registry() -> Vec<Experiment> {
             about: "closed-form head on one-hot targets vs cross-entropy as the number of classes grows (Gaussian mixture, fixed samples per class)",
             in_demo: false,
             options: closed_form::classes::OPTIONS,
+            reads_data: false,
             run: closed_form::classes::run,
         },
         Experiment {
@@ -79,6 +88,7 @@ pub fn registry() -> Vec<Experiment> {
             about: "frozen random backbone: loss after one closed-form step vs one gradient step at the best step size, against the features' condition number",
             in_demo: true,
             options: closed_form::one_step::OPTIONS,
+            reads_data: false,
             run: closed_form::one_step::run,
         },
         Experiment {
@@ -86,6 +96,7 @@ pub fn registry() -> Vec<Experiment> {
             about: "deep feature IV regression on the demand design: per-batch ridge stages with and without DFIV's final full refit vs proximal closed-form heads (structural MSE, wall time)",
             in_demo: false,
             options: closed_form::dfiv::OPTIONS,
+            reads_data: false,
             run: closed_form::dfiv::run,
         },
         Experiment {
@@ -93,6 +104,7 @@ pub fn registry() -> Vec<Experiment> {
             about: "ResNet-18/34, VGG16-BN or WRN on CIFAR-10/100 (--data DIR) or real MNIST padded to 32×32×3: SGD, Adam, SAM, LLQR+SAM and a closed-form head",
             in_demo: false,
             options: cifar::OPTIONS,
+            reads_data: true,
             run: cifar::run,
         },
         Experiment {
@@ -100,6 +112,7 @@ pub fn registry() -> Vec<Experiment> {
             about: "Fourier neural operator on Burgers (generated in Rust): Adam on the relative L2 loss, Adam and SGD on the squared loss, per-batch ridge and proximal closed-form heads, across batch sizes",
             in_demo: true,
             options: fno_burgers::OPTIONS,
+            reads_data: true,
             run: fno_burgers::run,
         },
         Experiment {
@@ -107,6 +120,7 @@ pub fn registry() -> Vec<Experiment> {
             about: "log-concave 1-D EBMs (Gumbel, Laplace) with an ICNN energy: PGD vs softplus vs the lift vs width-matched softplus (TV, NLL, shoulder occupancy)",
             in_demo: true,
             options: lift::ebm1d::OPTIONS,
+            reads_data: false,
             run: lift::ebm1d::run,
         },
         Experiment {
@@ -114,6 +128,7 @@ pub fn registry() -> Vec<Experiment> {
             about: "convex potential flows on 8 Gaussians and 2 spirals: PGD vs softplus vs the lift vs width-matched softplus (test NLL vs entropy)",
             in_demo: true,
             options: lift::flow2d::OPTIONS,
+            reads_data: false,
             run: lift::flow2d::run,
         },
         Experiment {
@@ -121,6 +136,7 @@ pub fn registry() -> Vec<Experiment> {
             about: "log-concave EBM on the 32-D codes of a conv autoencoder trained on real MNIST: PGD vs softplus vs the lift (test NLL, log Z by importance sampling with its standard error)",
             in_demo: false,
             options: lift::latent::OPTIONS,
+            reads_data: false,
             run: lift::latent::run,
         },
         Experiment {
@@ -128,6 +144,7 @@ pub fn registry() -> Vec<Experiment> {
             about: "21-D convex potential flow (exact 21×21 log-det) on HEPMASS with MAF's preprocessing (--data DIR) or a built-in stand-in with exact entropy: PGD vs softplus vs the lift (test NLL)",
             in_demo: false,
             options: lift::tabular::OPTIONS,
+            reads_data: true,
             run: lift::tabular::run,
         },
         Experiment {
@@ -135,6 +152,7 @@ pub fn registry() -> Vec<Experiment> {
             about: "MNIST MLP or CNN: SGD, SAM, F-SAM, Fisher-SAM, LLQR, LLQR+SAM and LLQR+F-SAM at 0-80 % label noise, with U's spread and cost per step",
             in_demo: true,
             options: llqr_sam::classify::OPTIONS,
+            reads_data: true,
             run: llqr_sam::classify::run,
         },
         Experiment {
@@ -142,6 +160,7 @@ pub fn registry() -> Vec<Experiment> {
             about: "encoder-decoder Transformer on a synthetic language pair (or --data parallel text): Adam with inverse-sqrt warm-up, SAM, LLQR+SAM; BLEU of greedy and beam-search translations",
             in_demo: true,
             options: seq2seq::OPTIONS,
+            reads_data: true,
             run: seq2seq::run,
         },
         Experiment {
@@ -149,6 +168,7 @@ pub fn registry() -> Vec<Experiment> {
             about: "Vision Transformer (ViT-Tiny preset; 2 layers and 8-pixel patches in the quick setting) on the cifar images: AdamW, SAM around AdamW, LLQR+SAM",
             in_demo: false,
             options: vit::OPTIONS,
+            reads_data: true,
             run: vit::run,
         },
         Experiment {
@@ -156,6 +176,7 @@ pub fn registry() -> Vec<Experiment> {
             about: "two-scale landscape: which optimisers escape a narrow dip in a broad bowl, and the SAM/LLQR+SAM hovering amplitudes vs closed forms",
             in_demo: true,
             options: llqr_sam::pothole::OPTIONS,
+            reads_data: false,
             run: llqr_sam::pothole::run,
         },
     ]
@@ -170,6 +191,22 @@ pub fn run_experiment(e: &Experiment, cfg: &RunConfig) -> Result<Vec<Table>> {
         inner.trace = None;
         return crate::audit::traced(path, cfg.trace_values_step, || run_experiment(e, &inner));
     }
+    if let (Some(dir), false) = (&cfg.data, e.reads_data) {
+        let readers: Vec<&str> = registry()
+            .iter()
+            .filter(|e| e.reads_data)
+            .map(|e| e.name)
+            .collect();
+        return Err(tensor::Error::value(
+            "models",
+            format!(
+                "{} reads no data, so --data {} would be ignored (the experiments that read --data: {})",
+                e.name,
+                dir.display(),
+                readers.join(", ")
+            ),
+        ));
+    }
     let cfg = cfg.prepare_run_dir(e.name)?;
     let out = (e.run)(&cfg);
     if out.is_err() {
@@ -181,9 +218,18 @@ pub fn run_experiment(e: &Experiment, cfg: &RunConfig) -> Result<Vec<Table>> {
     out
 }
 
-/// Runs the quick setting of every demo experiment, one after another.
+/// Runs the quick setting of every demo experiment, one after another, then prints
+/// the summary: every comparison of the run that tests a paper's claim, with its
+/// verdict by the stated rule, and one verdict per claim (also written to
+/// `OUT/demo/<run-id>/table.txt`).
 pub fn demo(cfg: &RunConfig) -> Result<Vec<Table>> {
     cfg.check_known("demo", &[])?;
+    if cfg.data.is_some() {
+        return Err(tensor::Error::value(
+            "demo",
+            "the demo runs every experiment on its built-in data: --data is for one experiment",
+        ));
+    }
     let mut quick = cfg.clone();
     quick.quick = true;
     let mut tables = Vec::new();
@@ -201,5 +247,14 @@ pub fn demo(cfg: &RunConfig) -> Result<Vec<Table>> {
         }
         tables.extend(t);
     }
+    let evidence: Vec<_> = tables.iter().flat_map(|t| t.evidence.clone()).collect();
+    let summary = crate::report::evidence::summary(&evidence);
+    for table in &summary {
+        println!("{}", table.render());
+    }
+    let dir = cfg.prepare_run_dir("demo")?.run_dir("demo")?;
+    dir.write_tables(&summary)?;
+    eprintln!("demo: summary in {}", dir.path.display());
+    tables.extend(summary);
     Ok(tables)
 }

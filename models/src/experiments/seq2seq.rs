@@ -7,6 +7,7 @@
 
 use crate::cli::RunConfig;
 use crate::experiments::llqr_sam::{preconditioning_batch, Hyper, Method, Stepper};
+use crate::report::evidence::{Better, Claim, Evidence};
 use crate::report::{progress::Progress, Metrics, Table};
 use crate::text::bleu::{corpus_bleu, tokenize_13a};
 use crate::text::synthetic;
@@ -476,6 +477,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         "seq2seq: first held-out translations of the first optimiser (greedy)",
         &["source", "reference", "output"],
     );
+    let mut bleu: Vec<(Optimiser, String, Vec<f64>)> = Vec::new();
     for &opt in &optimisers {
         let runs = seeds
             .iter()
@@ -490,6 +492,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                 s.hyper.rho, s.hyper.refresh_every
             ),
         };
+        bleu.push((opt, name.clone(), values(&|r| r.bleu_beam)));
         table.row(vec![
             name,
             crate::report::mean_std(&values(&|r| r.bleu_greedy), 2),
@@ -505,6 +508,19 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             for (a, b, c) in &runs[0].examples {
                 examples.row(vec![a.clone(), b.clone(), c.clone()]);
             }
+        }
+    }
+    // LLQR+SAM against Adam and SAM on beam BLEU.
+    if let Some((_, name, mine)) = bleu.iter().find(|(o, ..)| *o == Optimiser::LlqrSam) {
+        for (_, other, theirs) in bleu.iter().filter(|(o, ..)| *o != Optimiser::LlqrSam) {
+            table.evidence.push(Evidence {
+                claim: Claim::LlqrSam,
+                setting: "seq2seq, synthetic translation".into(),
+                metric: format!("BLEU beam {beam}"),
+                better: Better::Higher,
+                method: (name.clone(), mine.clone()),
+                baseline: (other.clone(), theirs.clone()),
+            });
         }
     }
     let dir = cfg.run_dir("seq2seq")?;

@@ -1,6 +1,7 @@
 //! What every run leaves behind: `metrics.csv` (the curves, long format),
 //! `plot.svg`, `model.safetensors`, `table.txt`, and the final table on stdout.
 
+pub mod evidence;
 pub mod heatmap;
 pub mod progress;
 pub mod svg;
@@ -94,6 +95,9 @@ pub struct Table {
     pub headers: Vec<String>,
     /// Rows of cells.
     pub rows: Vec<Vec<String>>,
+    /// The comparisons among these rows that test a paper's claim (gathered by the
+    /// demo's summary).
+    pub evidence: Vec<evidence::Evidence>,
 }
 
 impl Table {
@@ -103,6 +107,7 @@ impl Table {
             title: title.to_string(),
             headers: headers.iter().map(|s| s.to_string()).collect(),
             rows: Vec::new(),
+            evidence: Vec::new(),
         }
     }
 

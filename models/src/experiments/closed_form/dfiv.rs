@@ -584,6 +584,7 @@ fn pull_sweep(
         ),
         headers,
         rows: Vec::new(),
+        evidence: Vec::new(),
     };
     for (pi, &pull) in pulls.iter().enumerate() {
         let mut row = vec![pull.to_string()];
@@ -681,11 +682,13 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         title: format!("dfiv: out-of-sample structural MSE on the 2,800-point grid — {setting}"),
         headers: headers.clone(),
         rows: Vec::new(),
+        evidence: Vec::new(),
     };
     let mut time = Table {
         title: format!("dfiv: wall time per run, s — {setting}"),
         headers,
         rows: Vec::new(),
+        evidence: Vec::new(),
     };
     // results[arm][batch] = (mse values, seconds)
     let mut results = vec![vec![(Vec::new(), Vec::new()); batches.len()]; arms.len()];

@@ -396,6 +396,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             .sum::<f64>()
             / 200_000.0;
         let control = cfg.opt("control", !cfg.quick)?;
+        let (mut all_tv, mut all_nll) = (Vec::new(), Vec::new());
         for strategy in Strategy::ALL
             .into_iter()
             .filter(|&s| control || s != Strategy::SoftplusWide)
@@ -469,7 +470,16 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                 skipped.to_string(),
                 mean_std(&secs, 1),
             ]);
+            all_tv.push((strategy, tvs));
+            all_nll.push((strategy, nlls));
         }
+        let setting = format!("lift-ebm-1d, {}", target.name());
+        table
+            .evidence
+            .extend(super::lift_evidence(&setting, "total variation", &all_tv));
+        table
+            .evidence
+            .extend(super::lift_evidence(&setting, "test NLL", &all_nll));
         if probe_every > 0 {
             for variant in [LiftVariant::NoSlack, LiftVariant::Code] {
                 let ablation = LiftConfig {

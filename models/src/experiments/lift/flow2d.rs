@@ -388,7 +388,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                 v.len()
             )
         };
-        let mut runs = Vec::new();
+        let (mut runs, mut by_strategy) = (Vec::new(), Vec::new());
         for strategy in Strategy::ALL
             .into_iter()
             .filter(|&s| control || s != Strategy::SoftplusWide)
@@ -440,8 +440,14 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                     .collect::<Vec<_>>()
                     .join(" "),
             ]);
-            runs.push((strategy.name().to_string(), nlls));
+            runs.push((strategy.name().to_string(), nlls.clone()));
+            by_strategy.push((strategy, nlls));
         }
+        table.evidence.extend(super::lift_evidence(
+            &format!("lift-flow-2d, {}", target.name()),
+            "test NLL",
+            &by_strategy,
+        ));
         panels.push(distribution_panel(target.name(), plateau, &runs));
         if probe_every > 0 {
             for variant in [LiftVariant::NoSlack, LiftVariant::Code] {

@@ -292,6 +292,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         emit_all: super::parse_emit(&cfg.opt("emit", "all".to_string())?)?,
         ..LiftConfig::default()
     };
+    let mut by_strategy = Vec::new();
     for strategy in [Strategy::Pgd, Strategy::Softplus, Strategy::Lift] {
         let (mut nlls, mut ses, mut secs, mut size, mut skipped) = (vec![], vec![], vec![], 0, 0);
         for &seed in &seeds {
@@ -356,7 +357,9 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             skipped.to_string(),
             mean_std(&secs, 1),
         ]);
+        by_strategy.push((strategy, nlls));
     }
+    table.evidence = super::lift_evidence("lift-ebm-latent, MNIST codes", "test NLL", &by_strategy);
     let dir = cfg.run_dir("lift-ebm-latent")?;
     dir.write_metrics(
         "lift-ebm-latent: training NLL (importance-sampled log Z)",

@@ -8,6 +8,7 @@ pub mod landscape;
 pub mod latent;
 pub mod tabular;
 
+use crate::report::evidence::{Better, Claim, Evidence};
 use crate::report::Metrics;
 use autograd::{backward, Var};
 use nn::{init, Activation, Icnn, IcnnConfig, ParamGrads, ParamStore};
@@ -396,4 +397,28 @@ mod tests {
         let e = track.escape();
         assert_eq!((e.ever, e.left, e.changes), (2.0 / 3.0, 1.0 / 3.0, 1.0));
     }
+}
+
+/// The lift's claim tested on one metric (lower is better) of one setting: the
+/// lift's values over seeds against each other strategy's in `results`.
+pub fn lift_evidence(
+    setting: &str,
+    metric: &str,
+    results: &[(Strategy, Vec<f64>)],
+) -> Vec<Evidence> {
+    let Some((_, lift)) = results.iter().find(|(s, _)| *s == Strategy::Lift) else {
+        return Vec::new();
+    };
+    results
+        .iter()
+        .filter(|(s, _)| *s != Strategy::Lift)
+        .map(|(s, values)| Evidence {
+            claim: Claim::Lift,
+            setting: setting.into(),
+            metric: metric.into(),
+            better: Better::Lower,
+            method: (Strategy::Lift.name().into(), lift.clone()),
+            baseline: (s.name().into(), values.clone()),
+        })
+        .collect()
 }

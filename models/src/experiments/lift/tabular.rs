@@ -302,6 +302,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         "—".into(),
     ]);
     let mut metrics = Metrics::default();
+    let mut by_strategy = Vec::new();
     for strategy in chosen {
         let (mut val, mut test, mut secs, mut params, mut skipped) = (vec![], vec![], vec![], 0, 0);
         for &seed in &seeds {
@@ -332,7 +333,9 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             skipped.to_string(),
             mean_std(&secs, 1),
         ]);
+        by_strategy.push((strategy, test));
     }
+    table.evidence = super::lift_evidence("lift-flow-tabular", "test NLL", &by_strategy);
     if let Some(h) = entropy {
         table.row(vec![
             "exact density (the floor)".into(),

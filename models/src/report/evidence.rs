@@ -1,0 +1,304 @@
+//! Evidence for the papers' claims: the comparisons a run makes (a method's values
+//! over seeds against a baseline's, on one metric and setting), a verdict for each
+//! computed by one stated rule, and the summary the demo ends with.
+
+use super::Table;
+
+/// The three methods whose claims the experiments test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// The closed-form proximal last layer.
+    ClosedForm,
+    /// LLQR+SAM.
+    LlqrSam,
+    /// The lift for input-convex networks.
+    Lift,
+}
+
+impl Claim {
+    /// Every claim, in the summary's order.
+    pub const ALL: [Claim; 3] = [Claim::ClosedForm, Claim::LlqrSam, Claim::Lift];
+
+    /// The method's name.
+    pub fn method(self) -> &'static str {
+        match self {
+            Claim::ClosedForm => "closed-form proximal last layer",
+            Claim::LlqrSam => "LLQR+SAM",
+            Claim::Lift => "lift (ICNN)",
+        }
+    }
+
+    /// What the paper claims, in one sentence.
+    pub fn statement(self) -> &'static str {
+        match self {
+            Claim::ClosedForm => {
+                "refitting the last layer in closed form (proximal) after each backbone step beats gradient-trained heads and the per-batch ridge head, most at small batches"
+            }
+            Claim::LlqrSam => {
+                "LLQR+SAM generalises better than SGD and SAM at the same step budget, the gain growing with label noise"
+            }
+            Claim::Lift => {
+                "emitting the non-negative weights through the lift fits convex models better than clamping (PGD) or a direct softplus"
+            }
+        }
+    }
+}
+
+/// Which way a metric improves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Better {
+    /// Errors, losses, NLL.
+    Lower,
+    /// Accuracies, BLEU.
+    Higher,
+}
+
+/// One comparison a run makes to test a claim.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Evidence {
+    /// The claim tested.
+    pub claim: Claim,
+    /// The experiment and setting ("closed-form-regression, molecules, batch 8").
+    pub setting: String,
+    /// The metric ("test MSE").
+    pub metric: String,
+    /// Which way the metric improves.
+    pub better: Better,
+    /// The method's arm and its values over seeds.
+    pub method: (String, Vec<f64>),
+    /// The baseline's arm and its values over seeds.
+    pub baseline: (String, Vec<f64>),
+}
+
+/// The outcome of one comparison under [`Evidence::verdict`]'s rule.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    /// The method is better by at least two standard errors.
+    Holds,
+    /// The method is worse by at least two standard errors.
+    DoesNotHold,
+    /// Neither, or too few seeds to say: the reason.
+    CannotTell(&'static str),
+}
+
+impl Verdict {
+    /// As a table cell.
+    pub fn cell(&self) -> String {
+        match self {
+            Verdict::Holds => "holds".into(),
+            Verdict::DoesNotHold => "does not hold".into(),
+            Verdict::CannotTell(why) => format!("cannot tell ({why})"),
+        }
+    }
+}
+
+/// Mean and sample variance.
+fn moments(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = if v.len() > 1 {
+        v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    (mean, var)
+}
+
+/// The rule, as the summary states it.
+pub const RULE: &str = "t = (difference of the means, signed so that > 0 favours the method) / √(s²_method/n + s²_baseline/n) over seeds (Welch); holds if t ≥ 2, does not hold if t ≤ −2, cannot tell otherwise or with fewer than 2 seeds";
+
+impl Evidence {
+    /// Welch's statistic, signed so that positive favours the method; `None` with
+    /// fewer than two seeds on either side or with non-finite values. Two arms
+    /// without spread give ±∞ when their means differ, 0 when they tie.
+    pub fn t(&self) -> Option<f64> {
+        let (m, b) = (&self.method.1, &self.baseline.1);
+        if m.len() < 2 || b.len() < 2 || m.iter().chain(b).any(|v| !v.is_finite()) {
+            return None;
+        }
+        let ((mm, vm), (mb, vb)) = (moments(m), moments(b));
+        let diff = match self.better {
+            Better::Lower => mb - mm,
+            Better::Higher => mm - mb,
+        };
+        let se = (vm / m.len() as f64 + vb / b.len() as f64).sqrt();
+        Some(if se > 0.0 {
+            diff / se
+        } else if diff == 0.0 {
+            0.0
+        } else {
+            diff.signum() * f64::INFINITY
+        })
+    }
+
+    /// The verdict under [`RULE`].
+    pub fn verdict(&self) -> Verdict {
+        match self.t() {
+            None if self.method.1.len() < 2 || self.baseline.1.len() < 2 => {
+                Verdict::CannotTell("fewer than 2 seeds")
+            }
+            None => Verdict::CannotTell("a non-finite value"),
+            Some(t) if t >= 2.0 => Verdict::Holds,
+            Some(t) if t <= -2.0 => Verdict::DoesNotHold,
+            Some(_) => Verdict::CannotTell("within 2 standard errors"),
+        }
+    }
+}
+
+fn mean_cell(v: &[f64]) -> String {
+    let (mean, var) = moments(v);
+    let digits = if mean.abs() >= 100.0 { 1 } else { 4 };
+    if v.len() > 1 {
+        format!("{mean:.digits$} ± {:.digits$}", var.sqrt())
+    } else {
+        format!("{mean:.digits$}")
+    }
+}
+
+/// The demo's closing tables: every comparison with its verdict, then one line per
+/// claim counting them, with an overall verdict — holds where some comparisons
+/// hold and none fails, does not hold where some fail and none holds, mixed
+/// where both happen, cannot tell at this scale where none is decided.
+pub fn summary(evidence: &[Evidence]) -> Vec<Table> {
+    let mut rows = Table::new(
+        &format!("demo summary — every comparison that tests a claim, from this run's numbers; rule: {RULE}"),
+        &[
+            "method",
+            "setting",
+            "metric",
+            "method arm",
+            "baseline arm",
+            "method",
+            "baseline",
+            "t",
+            "verdict",
+        ],
+    );
+    let mut claims = Table::new(
+        "demo summary — the claims: a claim holds where some comparisons hold and none fails, does not hold where some fail and none holds, is mixed where both happen, and cannot be told at this scale where none is decided",
+        &[
+            "method",
+            "the paper's claim",
+            "comparisons",
+            "hold",
+            "do not hold",
+            "cannot tell",
+            "verdict",
+        ],
+    );
+    for claim in Claim::ALL {
+        let mine: Vec<&Evidence> = evidence.iter().filter(|e| e.claim == claim).collect();
+        let (mut hold, mut fail) = (0, 0);
+        for e in &mine {
+            let v = e.verdict();
+            match v {
+                Verdict::Holds => hold += 1,
+                Verdict::DoesNotHold => fail += 1,
+                Verdict::CannotTell(_) => {}
+            }
+            rows.row(vec![
+                claim.method().into(),
+                e.setting.clone(),
+                e.metric.clone(),
+                e.method.0.clone(),
+                e.baseline.0.clone(),
+                mean_cell(&e.method.1),
+                mean_cell(&e.baseline.1),
+                e.t().map_or("—".into(), |t| format!("{t:.1}")),
+                v.cell(),
+            ]);
+        }
+        let overall = match (hold, fail) {
+            (0, 0) if mine.is_empty() => "not tested in this run",
+            (0, 0) => "cannot tell at this scale",
+            (_, 0) => "holds",
+            (0, _) => "does not hold",
+            _ => "mixed",
+        };
+        claims.row(vec![
+            claim.method().into(),
+            claim.statement().into(),
+            mine.len().to_string(),
+            hold.to_string(),
+            fail.to_string(),
+            (mine.len() - hold - fail).to_string(),
+            overall.into(),
+        ]);
+    }
+    vec![rows, claims]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(better: Better, m: &[f64], b: &[f64]) -> Evidence {
+        Evidence {
+            claim: Claim::Lift,
+            setting: "s".into(),
+            metric: "m".into(),
+            better,
+            method: ("a".into(), m.to_vec()),
+            baseline: ("b".into(), b.to_vec()),
+        }
+    }
+
+    #[test]
+    fn the_rule_is_welch_t_at_two_standard_errors() {
+        // Means 1 and 2, each sd 0.5 over 4 seeds: se = √(0.25/4 · 2) = 0.3536, t = 2.83.
+        let lo = [0.5, 1.5, 0.5, 1.5];
+        let hi = [1.5, 2.5, 1.5, 2.5];
+        let sd = (1.0f64 / 3.0).sqrt();
+        let t = ev(Better::Lower, &lo, &hi).t().unwrap();
+        assert!(
+            (t - 1.0 / (2.0 * sd * sd / 4.0).sqrt()).abs() < 1e-12,
+            "{t}"
+        );
+        assert_eq!(ev(Better::Lower, &lo, &hi).verdict(), Verdict::Holds);
+        assert_eq!(ev(Better::Higher, &lo, &hi).verdict(), Verdict::DoesNotHold);
+        // Overlapping arms: cannot tell.
+        let near = [0.6, 1.6, 0.6, 1.6];
+        assert!(matches!(
+            ev(Better::Lower, &lo, &near).verdict(),
+            Verdict::CannotTell(_)
+        ));
+        // One seed: cannot tell, whatever the gap.
+        assert_eq!(
+            ev(Better::Lower, &[0.0], &[9.0]).verdict(),
+            Verdict::CannotTell("fewer than 2 seeds")
+        );
+        // No spread: a strict difference decides, a tie does not.
+        assert_eq!(
+            ev(Better::Lower, &[1.0, 1.0], &[2.0, 2.0]).verdict(),
+            Verdict::Holds
+        );
+        assert!(matches!(
+            ev(Better::Lower, &[1.0, 1.0], &[1.0, 1.0]).verdict(),
+            Verdict::CannotTell(_)
+        ));
+        assert!(matches!(
+            ev(Better::Lower, &[1.0, f64::NAN], &[2.0, 2.0]).verdict(),
+            Verdict::CannotTell("a non-finite value")
+        ));
+    }
+
+    #[test]
+    fn the_summary_counts_and_combines_the_verdicts() {
+        let holds = ev(Better::Lower, &[1.0, 1.1], &[2.0, 2.1]);
+        let fails = ev(Better::Higher, &[1.0, 1.1], &[2.0, 2.1]);
+        let t = summary(&[holds.clone(), fails]);
+        let claims = &t[1];
+        let lift = claims.rows.iter().find(|r| r[0] == "lift (ICNN)").unwrap();
+        assert_eq!(lift[2..], ["2", "1", "1", "0", "mixed"].map(String::from));
+        assert_eq!(t[0].rows.len(), 2);
+        let t = summary(&[holds]);
+        let lift = t[1].rows.iter().find(|r| r[0] == "lift (ICNN)").unwrap();
+        assert_eq!(lift[6], "holds");
+        let cf = t[1]
+            .rows
+            .iter()
+            .find(|r| r[0].starts_with("closed"))
+            .unwrap();
+        assert_eq!(cf[6], "not tested in this run");
+    }
+}
