@@ -379,26 +379,6 @@ impl ShoulderTrack {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_escape_summary_counts_entries_that_leave_the_shoulder() {
-        // Entry 0: on, off, on (left once, 2 changes); entry 1: off, off, on (never
-        // left, 1 change); entry 2 never on.
-        let track = ShoulderTrack {
-            states: vec![
-                vec![true, false, false],
-                vec![false, false, false],
-                vec![true, true, false],
-            ],
-        };
-        let e = track.escape();
-        assert_eq!((e.ever, e.left, e.changes), (2.0 / 3.0, 1.0 / 3.0, 1.0));
-    }
-}
-
 /// The lift's claim tested on one metric (lower is better) of one setting: the
 /// lift's values over seeds against each other strategy's in `results`.
 pub fn lift_evidence(
@@ -421,4 +401,24 @@ pub fn lift_evidence(
             baseline: (s.name().into(), values.clone()),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_escape_summary_counts_entries_that_leave_the_shoulder() {
+        // Entry 0: on, off, on (left once, 2 changes); entry 1: off, off, on (never
+        // left, 1 change); entry 2 never on.
+        let track = ShoulderTrack {
+            states: vec![
+                vec![true, false, false],
+                vec![false, false, false],
+                vec![true, true, false],
+            ],
+        };
+        let e = track.escape();
+        assert_eq!((e.ever, e.left, e.changes), (2.0 / 3.0, 1.0 / 3.0, 1.0));
+    }
 }
