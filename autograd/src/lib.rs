@@ -8,11 +8,27 @@
 //! Backward rules are written with `Var` operations. [`backward`] runs them on plain
 //! tensors (nothing recorded: the fast path); [`grad`] with `create_graph` records
 //! them, so gradients can be differentiated again ([`hvp`], [`jvp`], log-det of an
-//! input Hessian). [`gradcheck`] and [`gradgradcheck`] compare the analytic
+//! input Hessian). [`gradcheck()`] and [`gradgradcheck`] compare the analytic
 //! derivatives with finite differences; [`detect_anomaly`] reports the first op that
 //! produces a NaN or infinity; [`trace`] records every op and finds the first one
 //! where two runs part. The tape is released when the last `Var` of a forward
 //! pass is dropped.
+//!
+//! ```
+//! use autograd::{grad, hvp, Var};
+//! use tensor::Tensor;
+//! # fn main() -> tensor::Result<()> {
+//! // f(x) = Σ x³: ∇f = 3x², and the Hessian-vector product is 6x ⊙ v.
+//! let x = Var::leaf(Tensor::<f64>::from_vec(vec![1.0, -2.0], &[2])?);
+//! let f = x.square()?.mul(&x)?.sum_all()?;
+//! let g = grad(&[&f], &[&x], None, false)?;
+//! assert_eq!(g[0].value().to_vec(), vec![3.0, 12.0]);
+//! let v = Tensor::from_vec(vec![1.0, 1.0], &[2])?;
+//! let hv = hvp(|p| p[0].square()?.mul(&p[0])?.sum_all(), &[x.value().clone()], &[v])?;
+//! assert_eq!(hv[0].to_vec(), vec![6.0, -12.0]);
+//! # Ok(())
+//! # }
+//! ```
 #![forbid(unsafe_code)]
 
 pub mod engine;

@@ -258,7 +258,7 @@ pub(crate) fn observe<T: Element>(
     let seq = st.trace.ops;
     st.trace.ops += 1;
     let step = STEP.load(Ordering::Relaxed);
-    if step % st.cfg.every_steps != 0 {
+    if !step.is_multiple_of(st.cfg.every_steps) {
         return;
     }
     if st.cfg.last_step_only && st.trace.records.last().is_some_and(|r| r.step != step) {

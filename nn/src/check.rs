@@ -7,7 +7,7 @@ use autograd::{gradcheck, GradcheckOptions, GradcheckReport, Var};
 use tensor::{Error, Result, Tensor};
 
 /// Checks the gradient of a scalar `loss()` with respect to every trainable
-/// parameter of `store` jointly, by [`autograd::gradcheck`] with `opts` (the full
+/// parameter of `store` jointly, by [`autograd::gradcheck()`] with `opts` (the full
 /// Jacobian when small enough, random directions beyond, the tolerances given):
 /// each evaluation substitutes the check's inputs for the parameters, so `loss`
 /// reads the model as usual. A mismatch is an error naming the inputs by

@@ -85,7 +85,7 @@ pub fn relative_l2<T: Element>(pred: &Var<T>, target: &Var<T>) -> Result<Var<T>>
     norms(&pred.sub(target)?)?.div(&target_norm)?.mean_all()
 }
 
-/// −mean_i log_probs[i, labels[i]].
+/// `−mean_i log_probs[i, labels[i]]`.
 pub fn nll<T: Element>(log_probs: &Var<T>, labels: &[usize]) -> Result<Var<T>> {
     let (n, _) = check_labels("nll", log_probs.shape(), labels)?;
     let idx = Tensor::from_vec(labels.to_vec(), &[n, 1])?;
@@ -117,7 +117,7 @@ pub fn cross_entropy<T: Element>(
         .add(&uniform.mul_scalar(label_smoothing)?)
 }
 
-/// Squared loss on one-hot targets: mean_i Σ_k (outputs[i, k] − [k = labels[i]])²,
+/// Squared loss on one-hot targets: `mean_i Σ_k (outputs[i, k] − [k = labels[i]])²`,
 /// the loss under which a closed-form last layer is exact.
 pub fn squared_one_hot<T: Element>(outputs: &Var<T>, labels: &[usize]) -> Result<Var<T>> {
     let (_, c) = check_labels("squared_one_hot", outputs.shape(), labels)?;

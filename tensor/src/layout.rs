@@ -140,7 +140,7 @@ impl Layout {
     }
 
     /// The same elements in the same logical order with adjacent axes merged where
-    /// memory allows (stride[i] = stride[i+1]·shape[i+1]) and unit axes dropped: a
+    /// memory allows (`stride[i] = stride[i+1]·shape[i+1]`) and unit axes dropped: a
     /// permuted 3-D view can turn out to be a plain 2-D transpose.
     pub fn coalesced(&self) -> Layout {
         let mut shape: Vec<usize> = Vec::with_capacity(self.shape.len());

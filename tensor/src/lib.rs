@@ -6,6 +6,24 @@
 //! caller's values returns [`Result`] with an error naming the operation and the
 //! values; results are bitwise identical whatever the number of threads; `unsafe`
 //! lives only in [`kernels`].
+//!
+//! ```
+//! use tensor::Tensor;
+//! # fn main() -> tensor::Result<()> {
+//! let a = Tensor::<f64>::from_vec(vec![2.0, 1.0, 1.0, 3.0], &[2, 2])?;
+//! let gram = a.t()?.matmul(&a)?; // AᵀA through a zero-copy transpose
+//! assert_eq!(gram.to_vec(), vec![5.0, 5.0, 5.0, 10.0]);
+//! // Solve (AᵀA) x = e₁ by Cholesky and check the residual.
+//! let e1 = Tensor::from_vec(vec![1.0, 0.0], &[2, 1])?;
+//! let x = gram.solve_spd(&e1)?;
+//! let r = gram.matmul(&x)?.sub(&e1)?.to_vec();
+//! assert!(r.iter().all(|v| v.abs() < 1e-12));
+//! // Shapes that do not fit are an error naming them, never a panic.
+//! let e = a.matmul(&Tensor::zeros(&[3, 1])?).unwrap_err();
+//! assert!(e.to_string().contains("matmul"));
+//! # Ok(())
+//! # }
+//! ```
 
 #![deny(unsafe_op_in_unsafe_fn)]
 

@@ -75,7 +75,7 @@ pub(crate) fn filled<T: Copy + Send + 'static>(n: usize, v: T) -> Vec<T> {
 
 /// A vector of length `n` for a kernel that overwrites every element: a recycled
 /// buffer (holding stale but valid values) when one is pooled, else `n` copies of
-/// `v`. Saves the refill of [`filled`]; a caller that leaves an element unwritten
+/// `v`. Saves the refill of `filled`; a caller that leaves an element unwritten
 /// would read a stale value, so use it only for outputs written in full. In debug
 /// and test builds (`debug_assertions`) every float scratch buffer, recycled or
 /// fresh, is filled with NaN instead, so a kernel that misses an element fails

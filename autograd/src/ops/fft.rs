@@ -18,7 +18,7 @@ fn bin_weights<T: Element>(ndim: usize, axis: usize, w: Vec<f64>) -> Result<Var<
 
 /// How many times bin k stands in the Hermitian spectrum of a real length-n signal.
 fn multiplicity(k: usize, n: usize) -> f64 {
-    if k == 0 || (n % 2 == 0 && k == n / 2) {
+    if k == 0 || (n.is_multiple_of(2) && k == n / 2) {
         1.0
     } else {
         2.0

@@ -201,7 +201,7 @@ fn program(bytes: &[u8]) -> Option<()> {
                     let mut out = d.clone();
                     let stride: usize = d.shape[a + 1..].iter().product();
                     for i in 0..d.data.len() {
-                        if (i / stride) % d.shape[a] > 0 {
+                        if !(i / stride).is_multiple_of(d.shape[a]) {
                             out.data[i] = out.data[i - stride] + d.data[i];
                         }
                     }

@@ -46,7 +46,7 @@ pub struct CifarBatch {
 /// Parses the bytes of one CIFAR binary file.
 pub fn parse_cifar(bytes: &[u8], kind: CifarKind, what: &str) -> Result<CifarBatch> {
     let rec = kind.label_bytes() + IMAGE_BYTES;
-    if bytes.is_empty() || bytes.len() % rec != 0 {
+    if bytes.is_empty() || !bytes.len().is_multiple_of(rec) {
         return Err(Error::format(
             what,
             format!(

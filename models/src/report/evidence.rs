@@ -156,9 +156,11 @@ fn mean_cell(v: &[f64]) -> String {
 }
 
 /// The demo's closing tables: every comparison with its verdict, then one line per
-/// claim counting them, with an overall verdict — holds where some comparisons
-/// hold and none fails, does not hold where some fail and none holds, mixed
-/// where both happen, cannot tell at this scale where none is decided.
+/// claim counting them, with an overall verdict — mixed where some comparisons hold
+/// and some fail, holds where more than half hold (and none fails), does not hold
+/// where more than half fail (and none holds), cannot tell at this scale otherwise
+/// (a lone comparison past two standard errors among many undecided ones is what
+/// chance gives).
 pub fn summary(evidence: &[Evidence]) -> Vec<Table> {
     let mut rows = Table::new(
         &format!("demo summary — every comparison that tests a claim, from this run's numbers; rule: {RULE}"),
@@ -175,7 +177,7 @@ pub fn summary(evidence: &[Evidence]) -> Vec<Table> {
         ],
     );
     let mut claims = Table::new(
-        "demo summary — the claims: a claim holds where some comparisons hold and none fails, does not hold where some fail and none holds, is mixed where both happen, and cannot be told at this scale where none is decided",
+        "demo summary — the claims: mixed where some comparisons hold and some fail; holds where more than half hold (none failing); does not hold where more than half fail (none holding); cannot tell at this scale otherwise",
         &[
             "method",
             "the paper's claim",
@@ -208,12 +210,17 @@ pub fn summary(evidence: &[Evidence]) -> Vec<Table> {
                 v.cell(),
             ]);
         }
-        let overall = match (hold, fail) {
-            (0, 0) if mine.is_empty() => "not tested in this run",
-            (0, 0) => "cannot tell at this scale",
-            (_, 0) => "holds",
-            (0, _) => "does not hold",
-            _ => "mixed",
+        let n = mine.len();
+        let overall = if n == 0 {
+            "not tested in this run"
+        } else if hold > 0 && fail > 0 {
+            "mixed"
+        } else if 2 * hold > n {
+            "holds"
+        } else if 2 * fail > n {
+            "does not hold"
+        } else {
+            "cannot tell at this scale"
         };
         claims.row(vec![
             claim.method().into(),
@@ -291,9 +298,14 @@ mod tests {
         let lift = claims.rows.iter().find(|r| r[0] == "lift (ICNN)").unwrap();
         assert_eq!(lift[2..], ["2", "1", "1", "0", "mixed"].map(String::from));
         assert_eq!(t[0].rows.len(), 2);
-        let t = summary(&[holds]);
+        let t = summary(std::slice::from_ref(&holds));
         let lift = t[1].rows.iter().find(|r| r[0] == "lift (ICNN)").unwrap();
         assert_eq!(lift[6], "holds");
+        // One comparison past two standard errors among three: not a majority.
+        let tie = ev(Better::Lower, &[1.0, 1.1], &[1.0, 1.1]);
+        let t = summary(&[holds, tie.clone(), tie]);
+        let lift = t[1].rows.iter().find(|r| r[0] == "lift (ICNN)").unwrap();
+        assert_eq!(lift[6], "cannot tell at this scale");
         let cf = t[1]
             .rows
             .iter()

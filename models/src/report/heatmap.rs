@@ -9,7 +9,7 @@ use std::fmt::Write;
 pub struct Heatmap {
     /// Title above the panel.
     pub title: String,
-    /// `values[j][i]` at (α = alphas[i], β = betas[j]); non-finite cells are grey.
+    /// `values[j][i]` at `(α = alphas[i], β = betas[j])`; non-finite cells are grey.
     pub values: Vec<Vec<f64>>,
     /// Horizontal coordinates of the columns.
     pub alphas: Vec<f64>,

@@ -169,7 +169,7 @@ impl<T: Element> MultiHeadAttention<T> {
     /// Attention over `dim` features in `heads` heads (`dim` divisible by `heads`),
     /// with dropout `p` on the weights.
     pub fn new(scope: &Scope<T>, dim: usize, heads: usize, p: f64, rng: &mut Rng) -> Result<Self> {
-        if heads == 0 || dim == 0 || dim % heads != 0 {
+        if heads == 0 || dim == 0 || !dim.is_multiple_of(heads) {
             return Err(Error::value(
                 "MultiHeadAttention",
                 format!("{dim} features do not split into {heads} heads"),

@@ -145,7 +145,7 @@ pub struct GroupNorm<T: Element> {
 impl<T: Element> GroupNorm<T> {
     /// `channels` channels in `groups` groups (which must divide them), ε = 1e-5.
     pub fn new(scope: &Scope<T>, groups: usize, channels: usize) -> Result<Self> {
-        if groups == 0 || channels == 0 || channels % groups != 0 {
+        if groups == 0 || channels == 0 || !channels.is_multiple_of(groups) {
             return Err(Error::value(
                 "GroupNorm",
                 format!("{groups} groups must divide {channels} channels"),

@@ -94,7 +94,11 @@ pub struct Vit<T: Element> {
 impl<T: Element> Vit<T> {
     /// A ViT with parameters in `scope`.
     pub fn new(scope: &Scope<T>, cfg: VitConfig, rng: &mut Rng) -> Result<Self> {
-        if cfg.patch == 0 || cfg.image % cfg.patch != 0 || cfg.classes == 0 || cfg.depth == 0 {
+        if cfg.patch == 0
+            || !cfg.image.is_multiple_of(cfg.patch)
+            || cfg.classes == 0
+            || cfg.depth == 0
+        {
             return Err(Error::value(
                 "Vit",
                 format!("invalid configuration {cfg:?} (the patch must divide the image)"),

@@ -94,7 +94,7 @@ impl<T: Element> WideResNet<T> {
         dropout: f64,
         rng: &mut Rng,
     ) -> Result<Self> {
-        if depth < 10 || (depth - 4) % 6 != 0 || widen == 0 || classes == 0 {
+        if depth < 10 || !(depth - 4).is_multiple_of(6) || widen == 0 || classes == 0 {
             return Err(Error::value(
                 "WideResNet",
                 format!("depth must be 6n + 4 (n ≥ 1) and widen, classes positive, got WRN-{depth}-{widen}, {classes} classes"),

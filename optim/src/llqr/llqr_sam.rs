@@ -204,7 +204,7 @@ impl<T: Element> LlqrSam<T> {
     /// already or set by hand.
     pub fn refresh_due(&self) -> bool {
         !self.fixed
-            && self.steps % self.cfg.refresh_every == 0
+            && self.steps.is_multiple_of(self.cfg.refresh_every)
             && self.refreshed_at != Some(self.steps)
     }
 

@@ -72,7 +72,7 @@ static PLANS: Mutex<Option<Cache>> = Mutex::new(None);
 
 fn factorise(mut n: usize) -> Option<Vec<usize>> {
     let mut radices = Vec::new();
-    while n % 4 == 0 {
+    while n.is_multiple_of(4) {
         radices.push(4);
         n /= 4;
     }
@@ -81,7 +81,7 @@ fn factorise(mut n: usize) -> Option<Vec<usize>> {
         if p > MAX_RADIX {
             return None;
         }
-        while n % p == 0 {
+        while n.is_multiple_of(p) {
             radices.push(p);
             n /= p;
         }

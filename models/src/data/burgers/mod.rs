@@ -71,7 +71,7 @@ impl BurgersConfig {
                 format!("the final time must be positive, got {}", self.horizon),
             ));
         }
-        if self.points < n && n % self.points != 0 {
+        if self.points < n && !n.is_multiple_of(self.points) {
             return Err(Error::value(
                 "Burgers",
                 format!(

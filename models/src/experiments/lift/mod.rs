@@ -302,7 +302,7 @@ pub fn record_sigma(
     Ok(())
 }
 
-/// "iteration: trace [p]" for each snapshot, "—" without a slack channel.
+/// "iteration: trace \[p\]" for each snapshot, "—" without a slack channel.
 pub fn snapshots(probes: &[(usize, Option<CrossCov>)]) -> String {
     probes
         .iter()

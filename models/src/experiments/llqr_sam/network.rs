@@ -74,7 +74,7 @@ impl SmallCnn {
     pub fn new(scope: &Scope<f32>, pixels: usize, hidden: usize, rng: &mut Rng) -> Result<Self> {
         let side = (pixels as f64).sqrt().round() as usize;
         let (c1, c2) = (hidden / 16, hidden / 8);
-        if side * side != pixels || side % 4 != 0 || c1 == 0 {
+        if side * side != pixels || !side.is_multiple_of(4) || c1 == 0 {
             return Err(Error::value(
                 "SmallCnn",
                 format!(
