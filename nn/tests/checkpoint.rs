@@ -28,6 +28,7 @@ fn bits(t: &AnyTensor) -> Vec<u64> {
     match t {
         AnyTensor::F32(t) => t.to_vec().iter().map(|v| v.to_bits() as u64).collect(),
         AnyTensor::F64(t) => t.to_vec().iter().map(|v| v.to_bits()).collect(),
+        AnyTensor::Other(r) => r.bytes.iter().map(|&b| u64::from(b)).collect(),
     }
 }
 
@@ -122,12 +123,12 @@ fn every_malformed_file_is_rejected_with_its_error() {
         (
             "unknown dtype",
             raw(&t("Q8", "[1]", "[0,1]"), 1),
-            "dtype 'Q8', which is not supported",
+            "dtype 'Q8', which safetensors does not define here",
         ),
         (
-            "f16 unsupported",
-            raw(&t("F16", "[1]", "[0,2]"), 2),
-            "'F16'",
+            "half with the bytes of one element for two",
+            raw(&t("F16", "[2]", "[0,2]"), 2),
+            "needs 4 bytes",
         ),
         (
             "shape vs bytes",

@@ -22,6 +22,7 @@ pub fn same_checkpoint(a: &Checkpoint, b: &Checkpoint) -> bool {
         match t {
             AnyTensor::F32(t) => t.to_vec().iter().map(|v| v.to_bits() as u64).collect(),
             AnyTensor::F64(t) => t.to_vec().iter().map(|v| v.to_bits()).collect(),
+            AnyTensor::Other(r) => r.bytes.iter().map(|&b| u64::from(b)).collect(),
         }
     };
     a.metadata == b.metadata

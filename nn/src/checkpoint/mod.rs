@@ -9,30 +9,195 @@
 //! allocation is sized by a declared value before it has been checked against the
 //! actual length. Writing is atomic: a temporary file in the same directory, synced,
 //! then renamed over the target.
+//!
+//! Tensors of the other safetensors types (F16, BF16, integers, BOOL: PyTorch's
+//! `num_batches_tracked` is I64) are read as [`RawTensor`]s; [`torch`] loads a
+//! model from such a file, converting only where the conversion is exact, under
+//! the file's own key names, and reports what the model did not use.
 
 pub mod json;
 mod store_io;
+pub mod torch;
 
 use json::Json;
 use std::io::Write;
 use std::path::Path;
 use tensor::{DType, Element, Error, Result, Tensor};
 
-/// A tensor of either supported element type.
+/// The element types of the safetensors format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileDType {
+    /// IEEE single.
+    F32,
+    /// IEEE double.
+    F64,
+    /// IEEE half.
+    F16,
+    /// bfloat16.
+    BF16,
+    /// Signed integers.
+    I64,
+    /// Signed integers.
+    I32,
+    /// Signed integers.
+    I16,
+    /// Signed integers.
+    I8,
+    /// Unsigned bytes.
+    U8,
+    /// One byte, 0 or 1.
+    Bool,
+}
+
+impl FileDType {
+    const ALL: [FileDType; 10] = [
+        FileDType::F32,
+        FileDType::F64,
+        FileDType::F16,
+        FileDType::BF16,
+        FileDType::I64,
+        FileDType::I32,
+        FileDType::I16,
+        FileDType::I8,
+        FileDType::U8,
+        FileDType::Bool,
+    ];
+
+    /// The name in the header ("F32", "BOOL").
+    pub fn name(self) -> &'static str {
+        match self {
+            FileDType::F32 => "F32",
+            FileDType::F64 => "F64",
+            FileDType::F16 => "F16",
+            FileDType::BF16 => "BF16",
+            FileDType::I64 => "I64",
+            FileDType::I32 => "I32",
+            FileDType::I16 => "I16",
+            FileDType::I8 => "I8",
+            FileDType::U8 => "U8",
+            FileDType::Bool => "BOOL",
+        }
+    }
+
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            FileDType::F64 | FileDType::I64 => 8,
+            FileDType::F32 | FileDType::I32 => 4,
+            FileDType::F16 | FileDType::BF16 | FileDType::I16 => 2,
+            FileDType::I8 | FileDType::U8 | FileDType::Bool => 1,
+        }
+    }
+
+    fn parse(name: &str) -> Option<FileDType> {
+        FileDType::ALL.into_iter().find(|d| d.name() == name)
+    }
+}
+
+impl From<DType> for FileDType {
+    fn from(d: DType) -> Self {
+        match d {
+            DType::F32 => FileDType::F32,
+            DType::F64 => FileDType::F64,
+        }
+    }
+}
+
+/// A tensor of a type the engine does not compute in, kept as its little-endian
+/// bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawTensor {
+    /// The element type (not F32 or F64).
+    pub dtype: FileDType,
+    /// The shape.
+    pub shape: Vec<usize>,
+    /// `numel × dtype.size()` little-endian bytes.
+    pub bytes: Vec<u8>,
+}
+
+impl RawTensor {
+    /// Every value as an f64 (exact for every type here but I64 beyond 2⁵³).
+    pub fn values(&self) -> Vec<f64> {
+        let b = &self.bytes;
+        match self.dtype {
+            FileDType::F16 => b
+                .chunks_exact(2)
+                .map(|c| torch::f16_to_f64(u16::from_le_bytes([c[0], c[1]])))
+                .collect(),
+            FileDType::BF16 => b
+                .chunks_exact(2)
+                .map(|c| torch::bf16_to_f64(u16::from_le_bytes([c[0], c[1]])))
+                .collect(),
+            FileDType::I64 => b
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")) as f64)
+                .collect(),
+            FileDType::I32 => b
+                .chunks_exact(4)
+                .map(|c| f64::from(i32::from_le_bytes(c.try_into().expect("4 bytes"))))
+                .collect(),
+            FileDType::I16 => b
+                .chunks_exact(2)
+                .map(|c| f64::from(i16::from_le_bytes([c[0], c[1]])))
+                .collect(),
+            FileDType::I8 => b.iter().map(|&v| f64::from(v as i8)).collect(),
+            FileDType::U8 | FileDType::Bool => b.iter().map(|&v| f64::from(v)).collect(),
+            FileDType::F32 | FileDType::F64 => unreachable!("float tensors are not raw"),
+        }
+    }
+
+    /// I64 values beyond ±2⁵³ do not survive [`RawTensor::values`]: the first such
+    /// element, if any.
+    fn inexact_i64(&self) -> Option<(usize, i64)> {
+        (self.dtype == FileDType::I64)
+            .then(|| {
+                self.bytes
+                    .chunks_exact(8)
+                    .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
+                    .enumerate()
+                    .find(|(_, v)| v.unsigned_abs() > 1 << 53)
+            })
+            .flatten()
+    }
+
+    /// Rows `start..start + len` of the first axis.
+    pub fn rows(&self, start: usize, len: usize) -> Result<RawTensor> {
+        let rows = self.shape.first().copied().unwrap_or(0);
+        if start + len > rows {
+            return Err(Error::shape(
+                "RawTensor::rows",
+                format!("rows {start}..{} of {rows}", start + len),
+            ));
+        }
+        let row_bytes = self.bytes.len() / rows.max(1);
+        let mut shape = self.shape.clone();
+        shape[0] = len;
+        Ok(RawTensor {
+            dtype: self.dtype,
+            shape,
+            bytes: self.bytes[start * row_bytes..(start + len) * row_bytes].to_vec(),
+        })
+    }
+}
+
+/// A tensor as read from or written to a checkpoint.
 #[derive(Clone, Debug)]
 pub enum AnyTensor {
     /// Single precision.
     F32(Tensor<f32>),
     /// Double precision.
     F64(Tensor<f64>),
+    /// Any other safetensors type, as stored.
+    Other(RawTensor),
 }
 
 impl AnyTensor {
     /// The element type.
-    pub fn dtype(&self) -> DType {
+    pub fn dtype(&self) -> FileDType {
         match self {
-            AnyTensor::F32(_) => DType::F32,
-            AnyTensor::F64(_) => DType::F64,
+            AnyTensor::F32(_) => FileDType::F32,
+            AnyTensor::F64(_) => FileDType::F64,
+            AnyTensor::Other(r) => r.dtype,
         }
     }
 
@@ -41,6 +206,7 @@ impl AnyTensor {
         match self {
             AnyTensor::F32(t) => t.shape(),
             AnyTensor::F64(t) => t.shape(),
+            AnyTensor::Other(r) => &r.shape,
         }
     }
 
@@ -54,7 +220,7 @@ impl AnyTensor {
 
     /// The tensor as element type `T`, which must be its own type (no silent casts).
     pub fn to_tensor<T: Element>(&self, name: &str) -> Result<Tensor<T>> {
-        if self.dtype() != T::DTYPE {
+        if self.dtype() != FileDType::from(T::DTYPE) {
             return Err(Error::format(
                 "checkpoint",
                 format!(
@@ -64,16 +230,57 @@ impl AnyTensor {
                 ),
             ));
         }
-        Ok(match self {
-            AnyTensor::F32(t) => t.cast(),
-            AnyTensor::F64(t) => t.cast(),
-        })
+        match self {
+            AnyTensor::F32(t) => Ok(t.cast()),
+            AnyTensor::F64(t) => Ok(t.cast()),
+            AnyTensor::Other(_) => unreachable!("raw tensors are never F32 or F64"),
+        }
+    }
+
+    /// The tensor as element type `T` by a value-preserving conversion (see
+    /// [`torch::Convert::Exact`]), with the type it was converted from; a
+    /// conversion that would change a value (F64 to F32, an integer beyond the
+    /// target's exact range) is an error naming the tensor and the value.
+    pub fn to_tensor_exact<T: Element>(
+        &self,
+        name: &str,
+    ) -> Result<(Tensor<T>, Option<&'static str>)> {
+        let from = self.dtype().name();
+        match self {
+            _ if self.dtype() == FileDType::from(T::DTYPE) => Ok((self.to_tensor(name)?, None)),
+            AnyTensor::F32(t) => Ok((
+                torch::exact_tensor(
+                    name,
+                    from,
+                    t.to_vec().iter().map(|v| f64::from(*v)).collect(),
+                    t.shape(),
+                )?,
+                Some(from),
+            )),
+            AnyTensor::F64(t) => Ok((
+                torch::exact_tensor(name, from, t.to_vec(), t.shape())?,
+                Some(from),
+            )),
+            AnyTensor::Other(r) => {
+                if let Some((i, v)) = r.inexact_i64() {
+                    return Err(Error::format(
+                        "checkpoint",
+                        format!("tensor '{name}' (I64) holds {v} at element {i}, beyond exact float range"),
+                    ));
+                }
+                Ok((
+                    torch::exact_tensor(name, from, r.values(), &r.shape)?,
+                    Some(from),
+                ))
+            }
+        }
     }
 
     fn append_bytes(&self, out: &mut Vec<u8>) {
         match self {
             AnyTensor::F32(t) => t.to_vec().iter().for_each(|v| v.to_le_bytes_vec(out)),
             AnyTensor::F64(t) => t.to_vec().iter().for_each(|v| v.to_le_bytes_vec(out)),
+            AnyTensor::Other(r) => out.extend_from_slice(&r.bytes),
         }
     }
 }
@@ -204,7 +411,7 @@ pub fn to_bytes(ckpt: &Checkpoint) -> Result<Vec<u8>> {
 /// One tensor's header entry, validated.
 struct Entry {
     name: String,
-    dtype: DType,
+    dtype: FileDType,
     shape: Vec<usize>,
     begin: usize,
     end: usize,
@@ -235,13 +442,11 @@ fn parse_entry(name: &str, v: &Json, data_len: usize, limits: &Limits) -> Result
         }
     }
     let dtype = match dtype {
-        Some(Json::String(s)) if s == "F32" => DType::F32,
-        Some(Json::String(s)) if s == "F64" => DType::F64,
-        Some(Json::String(s)) => {
-            return Err(bad(format!(
-                "tensor '{name}' has dtype '{s}', which is not supported (F32, F64)"
-            )))
-        }
+        Some(Json::String(s)) => FileDType::parse(s).ok_or_else(|| {
+            bad(format!(
+                "tensor '{name}' has dtype '{s}', which safetensors does not define here (F32, F64, F16, BF16, I64, I32, I16, I8, U8, BOOL)"
+            ))
+        })?,
         _ => return Err(bad(format!("tensor '{name}' has no string dtype"))),
     };
     let dims = match shape {
@@ -400,8 +605,13 @@ pub fn from_bytes(bytes: &[u8], limits: &Limits) -> Result<Checkpoint> {
     for e in entries {
         let raw = &data[e.begin..e.end];
         let t = match e.dtype {
-            DType::F32 => AnyTensor::F32(decode(raw, &e.shape)?),
-            DType::F64 => AnyTensor::F64(decode(raw, &e.shape)?),
+            FileDType::F32 => AnyTensor::F32(decode(raw, &e.shape)?),
+            FileDType::F64 => AnyTensor::F64(decode(raw, &e.shape)?),
+            dtype => AnyTensor::Other(RawTensor {
+                dtype,
+                shape: e.shape,
+                bytes: raw.to_vec(),
+            }),
         };
         ckpt.tensors.push((e.name, t));
     }
