@@ -15,7 +15,9 @@ use tensor::{Error, Result};
 /// One point of one curve: (series, step, metric) → value.
 #[derive(Clone, Debug)]
 pub struct Row {
-    /// The method/seed the point belongs to ("adam/ce/seed0").
+    /// The curve the point belongs to, by the convention
+    /// `method/setting…/seed<N>` ("adam/b32/seed0"): the method first, then any
+    /// settings, then the seed.
     pub series: String,
     /// Step or epoch.
     pub step: usize,
@@ -48,11 +50,25 @@ impl Metrics {
         self.rows.extend(other.rows);
     }
 
-    /// The CSV text: `series,step,metric,value`.
+    /// The CSV text: `series,method,setting,seed,step,metric,value`, the series also
+    /// split into its method (first part), setting (the middle parts, joined by
+    /// `/`) and seed (the number of a last part `seed<N>`; empty without one).
+    /// Fields holding a comma or a quote are quoted (RFC 4180).
     pub fn to_csv(&self) -> String {
-        let mut s = String::from("series,step,metric,value\n");
+        let mut s = String::from("series,method,setting,seed,step,metric,value\n");
         for r in &self.rows {
-            let _ = writeln!(s, "{},{},{},{:e}", r.series, r.step, r.metric, r.value);
+            let (method, setting, seed) = split_series(&r.series);
+            let _ = writeln!(
+                s,
+                "{},{},{},{},{},{},{:e}",
+                csv_field(&r.series),
+                csv_field(method),
+                csv_field(&setting),
+                seed.map_or_else(String::new, |n| n.to_string()),
+                r.step,
+                csv_field(&r.metric),
+                r.value
+            );
         }
         s
     }
@@ -83,6 +99,33 @@ impl Metrics {
                 }
             })
             .collect()
+    }
+}
+
+/// A series `method/setting…/seed<N>` as (method, setting, seed).
+pub fn split_series(series: &str) -> (&str, String, Option<u64>) {
+    let mut parts: Vec<&str> = series.split('/').collect();
+    let seed = parts
+        .last()
+        .and_then(|p| p.strip_prefix("seed"))
+        .and_then(|n| n.parse().ok());
+    if seed.is_some() {
+        parts.pop();
+    }
+    let method = if parts.is_empty() {
+        ""
+    } else {
+        parts.remove(0)
+    };
+    (method, parts.join("/"), seed)
+}
+
+/// A CSV field, quoted when it holds a comma, a quote or a line break.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
     }
 }
 
@@ -250,5 +293,42 @@ impl RunDir {
             self.path.join("model.safetensors"),
             &Checkpoint { tensors, metadata },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_split_into_method_setting_and_seed() {
+        assert_eq!(
+            split_series("adam/b32/seed3"),
+            ("adam", "b32".into(), Some(3))
+        );
+        assert_eq!(
+            split_series("lift, no slack/8gaussians/slack0/seed12"),
+            ("lift, no slack", "8gaussians/slack0".into(), Some(12))
+        );
+        assert_eq!(split_series("sgd"), ("sgd", String::new(), None));
+        assert_eq!(
+            split_series("sgd/seedling"),
+            ("sgd", "seedling".into(), None)
+        );
+    }
+
+    #[test]
+    fn the_csv_has_one_column_per_part_and_quotes_commas() {
+        let mut m = Metrics::default();
+        m.push("lift, no slack/Gumbel/seed1", 5, "train_nll", 0.5);
+        m.push("adam/seed0", 1, "train_loss", 2.0);
+        let csv = m.to_csv();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines[0], "series,method,setting,seed,step,metric,value");
+        assert_eq!(
+            lines[1],
+            "\"lift, no slack/Gumbel/seed1\",\"lift, no slack\",Gumbel,1,5,train_nll,5e-1"
+        );
+        assert_eq!(lines[2], "adam/seed0,adam,,0,1,train_loss,2e0");
     }
 }

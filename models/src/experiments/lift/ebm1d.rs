@@ -206,8 +206,8 @@ pub fn train_one(
     let test = Var::constant(target.sample(4000, &mut Rng::new(777))?);
     let series = format!(
         "{}/{}/seed{seed}",
-        target.name(),
-        cell_name(strategy, lift.variant)
+        cell_name(strategy, lift.variant),
+        target.name()
     );
     let mut progress = Progress::new(&series, iterations, quiet);
     let loss = |m: &Model, w: &[Var<f64>], batch: &Tensor<f64>| -> Result<Var<f64>> {

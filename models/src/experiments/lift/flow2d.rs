@@ -201,8 +201,8 @@ impl FlowRun {
         let test = self.target.sample(2000, &mut Rng::new(777))?;
         let series = format!(
             "{}/{}/slack{}/seed{}",
-            self.target.name(),
             self.cell(),
+            self.target.name(),
             self.lift.slack_init,
             self.seed
         );
