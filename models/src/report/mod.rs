@@ -73,32 +73,94 @@ impl Metrics {
         s
     }
 
-    /// One panel per metric in `metrics`, a line per series.
+    /// The panels of `metrics` (name, log scale): one per metric and setting
+    /// (small multiples when the series name several settings), a line per method
+    /// at the mean over its seeds with a ±std band, the y axis on a log scale when
+    /// asked or when the metric's positive values span two decades or more.
     pub fn panels(&self, metrics: &[(&str, bool)], x_label: &str) -> Vec<svg::Panel> {
-        metrics
-            .iter()
-            .map(|&(m, log_y)| {
-                let mut by_series: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
-                for r in self.rows.iter().filter(|r| r.metric == m) {
-                    by_series
-                        .entry(&r.series)
-                        .or_default()
-                        .push((r.step as f64, r.value));
-                }
-                svg::Panel {
-                    title: m.to_string(),
+        let mut panels = Vec::new();
+        for &(m, log_y) in metrics {
+            // setting → method → step → values over seeds, in order of appearance.
+            type Curves = Vec<(String, BTreeMap<usize, Vec<f64>>)>;
+            let mut settings: Vec<(String, Curves)> = Vec::new();
+            for r in self.rows.iter().filter(|r| r.metric == m) {
+                let (method, setting, _) = split_series(&r.series);
+                let k = match settings.iter().position(|(s, _)| *s == setting) {
+                    Some(k) => k,
+                    None => {
+                        settings.push((setting, Vec::new()));
+                        settings.len() - 1
+                    }
+                };
+                let curves = &mut settings[k].1;
+                let c = match curves.iter().position(|(n, _)| n == method) {
+                    Some(c) => c,
+                    None => {
+                        curves.push((method.to_string(), BTreeMap::new()));
+                        curves.len() - 1
+                    }
+                };
+                curves[c].1.entry(r.step).or_default().push(r.value);
+            }
+            let several = settings.len() > 1;
+            for (setting, curves) in settings {
+                let values: Vec<f64> = curves
+                    .iter()
+                    .flat_map(|(_, steps)| steps.values().flatten().copied())
+                    .filter(|v| v.is_finite())
+                    .collect();
+                let (lo, hi) = values
+                    .iter()
+                    .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
+                let spans_decades = !values.is_empty() && lo > 0.0 && hi / lo >= 100.0;
+                let log = log_y || spans_decades;
+                let series = curves
+                    .into_iter()
+                    .map(|(method, steps)| {
+                        let mut line = Vec::new();
+                        let mut band = Vec::new();
+                        for (step, vals) in steps {
+                            let finite: Vec<f64> =
+                                vals.iter().copied().filter(|v| v.is_finite()).collect();
+                            if finite.is_empty() {
+                                continue;
+                            }
+                            let n = finite.len() as f64;
+                            let mean = finite.iter().sum::<f64>() / n;
+                            line.push((step as f64, mean));
+                            if finite.len() > 1 {
+                                let sd = (finite.iter().map(|v| (v - mean).powi(2)).sum::<f64>()
+                                    / (n - 1.0))
+                                    .sqrt();
+                                // On a log axis the band stays positive.
+                                let low = if log {
+                                    (mean - sd).max(mean / 10.0)
+                                } else {
+                                    mean - sd
+                                };
+                                band.push((step as f64, low, mean + sd));
+                            }
+                        }
+                        svg::Series {
+                            label: method,
+                            points: line,
+                            band,
+                        }
+                    })
+                    .collect();
+                panels.push(svg::Panel {
+                    title: if several {
+                        format!("{m} — {setting}")
+                    } else {
+                        m.to_string()
+                    },
                     x_label: x_label.to_string(),
-                    log_y,
-                    series: by_series
-                        .into_iter()
-                        .map(|(k, v)| svg::Series {
-                            label: k.to_string(),
-                            points: v,
-                        })
-                        .collect(),
-                }
-            })
-            .collect()
+                    log_y: log,
+                    series,
+                });
+            }
+        }
+        panels
     }
 }
 
@@ -330,5 +392,33 @@ mod tests {
             "\"lift, no slack/Gumbel/seed1\",\"lift, no slack\",Gumbel,1,5,train_nll,5e-1"
         );
         assert_eq!(lines[2], "adam/seed0,adam,,0,1,train_loss,2e0");
+    }
+
+    /// Seeds become one line (their mean) with a ±std band, settings become small
+    /// multiples, and a metric spanning decades gets a log axis.
+    #[test]
+    fn panels_average_the_seeds_and_split_the_settings() {
+        let mut m = Metrics::default();
+        for (seed, v) in [(0, 1.0), (1, 3.0)] {
+            m.push(&format!("adam/b8/seed{seed}"), 1, "loss", v);
+            m.push(&format!("sgd/b8/seed{seed}"), 1, "loss", 10.0 * v);
+            m.push(&format!("adam/b32/seed{seed}"), 1, "loss", 1000.0 * v);
+        }
+        let p = m.panels(&[("loss", false)], "step");
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[0].title, "loss — b8");
+        assert_eq!(p[0].series.len(), 2);
+        let adam = &p[0].series[0];
+        assert_eq!(adam.label, "adam");
+        assert_eq!(adam.points, vec![(1.0, 2.0)]);
+        let sd = 2f64.sqrt();
+        assert_eq!(adam.band, vec![(1.0, 2.0 - sd, 2.0 + sd)]);
+        // 10–30 within b8 does not span two decades; nothing else is mixed in.
+        assert!(!p[0].log_y);
+        assert_eq!(p[1].series.len(), 1);
+        let mut wide = Metrics::default();
+        wide.push("a/seed0", 1, "err", 1e-4);
+        wide.push("a/seed0", 2, "err", 1e-1);
+        assert!(wide.panels(&[("err", false)], "step")[0].log_y);
     }
 }

@@ -255,10 +255,12 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             svg::Series {
                 label: "one gradient step, best step size".into(),
                 points: by_x(measured_series),
+                band: Vec::new(),
             },
             svg::Series {
                 label: "Kantorovich bound ((κ−1)/(κ+1))²".into(),
                 points: by_x(bound_series),
+                band: Vec::new(),
             },
         ],
     };

@@ -271,12 +271,14 @@ fn distribution_panel(target: &str, plateau: f64, runs: &[(String, Vec<f64>)]) -
                     .enumerate()
                     .map(|(i, &y)| ((i + 1) as f64, y))
                     .collect(),
+                band: Vec::new(),
             }
         })
         .collect();
     series.push(svg::Series {
         label: "moment-matched Gaussian (plateau)".into(),
         points: vec![(1.0, plateau), (n as f64, plateau)],
+        band: Vec::new(),
     });
     svg::Panel {
         title: format!("{target}: test NLL of every seed, sorted"),
