@@ -1,8 +1,9 @@
 //! Moving a `ParamStore` to and from checkpoints.
 
+use super::torch::{Convert, KeyMap};
 use super::{AnyTensor, Checkpoint};
 use crate::param::ParamStore;
-use tensor::{error::fmt_shape, Element, Error, Result};
+use tensor::{Element, Result};
 
 impl<T: Element> ParamStore<T> {
     /// Every parameter and buffer as named tensors, in store order.
@@ -13,30 +14,13 @@ impl<T: Element> ParamStore<T> {
             .collect()
     }
 
-    /// Sets every parameter and buffer from the checkpoint. Everything is checked
-    /// (presence, dtype, shape) before anything is assigned, so a failed load leaves
-    /// the model untouched. Extra tensors in the checkpoint are ignored.
+    /// Sets every parameter and buffer from the checkpoint under its own name and
+    /// type. Everything is checked (presence, dtype, shape) before anything is
+    /// assigned, so a failed load leaves the model untouched. Extra tensors in the
+    /// checkpoint are ignored ([`ParamStore::load_mapped`] reports them, renames
+    /// keys and converts types).
     pub fn load_from(&self, ckpt: &Checkpoint) -> Result<()> {
-        let params = self.all();
-        let mut values = Vec::with_capacity(params.len());
-        for p in &params {
-            let t = ckpt.tensor::<T>(p.name())?;
-            if t.shape() != p.shape().as_slice() {
-                return Err(Error::format(
-                    "checkpoint",
-                    format!(
-                        "tensor '{}' has shape {}, the model expects {}",
-                        p.name(),
-                        fmt_shape(t.shape()),
-                        fmt_shape(&p.shape())
-                    ),
-                ));
-            }
-            values.push(t);
-        }
-        for (p, v) in params.iter().zip(values) {
-            p.set(v)?;
-        }
-        Ok(())
+        self.load_mapped(ckpt, &KeyMap::Same, Convert::Never)
+            .map(|_| ())
     }
 }

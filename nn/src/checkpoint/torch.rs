@@ -139,11 +139,14 @@ impl<T: Element> ParamStore<T> {
         let mut report = LoadReport::default();
         for p in &params {
             let key = keys.key(p.name());
+            // "tensor 'x'" when the parameter reads its own name, else "'x' reads 'y'".
+            let which = if key == p.name() {
+                format!("tensor '{key}'")
+            } else {
+                format!("'{}' reads '{key}', which", p.name())
+            };
             let stored = ckpt.get(&key).ok_or_else(|| {
-                Error::format(
-                    "checkpoint",
-                    format!("'{}' reads '{key}', which the file does not hold", p.name()),
-                )
+                Error::format("checkpoint", format!("{which} is missing from the file"))
             })?;
             let (t, converted_from) = match convert {
                 Convert::Never => (stored.to_tensor::<T>(&key)?, None),
@@ -153,8 +156,7 @@ impl<T: Element> ParamStore<T> {
                 return Err(Error::format(
                     "checkpoint",
                     format!(
-                        "'{}' reads '{key}' of shape {}, the model expects {}",
-                        p.name(),
+                        "{which} has shape {}, the model expects {}",
                         fmt_shape(t.shape()),
                         fmt_shape(&p.shape())
                     ),
