@@ -374,3 +374,33 @@ fn data_for_an_experiment_that_reads_none_is_refused() {
     assert!(!dir.join("lift-ebm-1d").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The closed-form claim is tested against the paper's baselines only — ℓ2-SGD and
+/// the per-batch ridge head — at the smallest batch, over every seed.
+#[test]
+fn closed_form_regression_tests_the_claim_against_the_papers_baselines() {
+    let dir = tmpdir("e2e-cf-evidence");
+    let cfg = config(
+        &[
+            "--datasets",
+            "diabetes",
+            "--steps",
+            "5",
+            "--batches",
+            "8,32",
+            "--seeds",
+            "2",
+        ],
+        &dir,
+    );
+    let tables = closed_form::regression::run(&cfg).unwrap();
+    let ev: Vec<_> = tables.iter().flat_map(|t| &t.evidence).collect();
+    let baselines: Vec<&str> = ev.iter().map(|e| e.baseline.0.as_str()).collect();
+    assert_eq!(baselines, ["SGD (squared loss)", "per-batch ridge c.f."]);
+    for e in ev {
+        assert_eq!(e.claim, Claim::ClosedForm);
+        assert!(e.setting.ends_with("batch 8"), "{}", e.setting);
+        assert_eq!((e.method.1.len(), e.baseline.1.len()), (2, 2));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

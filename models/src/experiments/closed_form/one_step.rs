@@ -11,7 +11,6 @@
 
 use super::regression::molecule_data;
 use crate::cli::RunConfig;
-use crate::report::evidence::{Better, Claim, Evidence};
 use crate::report::{mean_std, svg, Table};
 use autograd::{no_grad, Var};
 use nn::{Activation, Mlp, Module, ParamStore};
@@ -215,17 +214,6 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                     rows.len()
                 )
             };
-            table.evidence.push(Evidence {
-                claim: Claim::ClosedForm,
-                setting: format!("closed-form-one-step, width {width}, gain {gain}"),
-                metric: "loss after one step".into(),
-                better: Better::Lower,
-                method: ("one closed-form step".into(), col(&|m| m.after_closed_form)),
-                baseline: (
-                    "one gradient step (best size)".into(),
-                    col(&|m| m.after_gradient),
-                ),
-            });
             table.row(vec![
                 width.to_string(),
                 gain.to_string(),
