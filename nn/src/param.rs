@@ -49,25 +49,12 @@ impl<T: Element> Param<T> {
 
     /// Replaces the value (same shape required).
     pub fn set(&self, value: Tensor<T>) -> Result<()> {
-        let shape = self.shape();
-        if value.shape() != shape.as_slice() {
-            return Err(Error::shape(
-                "Param::set",
-                format!(
-                    "{}: new value has shape {}, the parameter has shape {}",
-                    self.name(),
-                    fmt_shape(value.shape()),
-                    fmt_shape(&shape)
-                ),
-            ));
-        }
         let var = if self.inner.trainable {
             Var::leaf(value)
         } else {
             Var::constant(value)
         };
-        *self.inner.var.write().unwrap_or_else(|p| p.into_inner()) = var;
-        Ok(())
+        self.replace("Param::set", "new value", var)
     }
 
     /// Puts `var` in the parameter's place for forward passes until the next
@@ -76,12 +63,17 @@ impl<T: Element> Param<T> {
     /// [`crate::check::gradcheck_params`] handing `autograd::gradcheck`'s inputs to
     /// the model. [`Param::value`] reads `var`'s value meanwhile.
     pub fn substitute(&self, var: Var<T>) -> Result<()> {
+        self.replace("Param::substitute", "substitute", var)
+    }
+
+    /// Installs `var` after checking its shape; the error names `op` and `what`.
+    fn replace(&self, op: &'static str, what: &str, var: Var<T>) -> Result<()> {
         let shape = self.shape();
         if var.shape() != shape.as_slice() {
             return Err(Error::shape(
-                "Param::substitute",
+                op,
                 format!(
-                    "{}: the substitute has shape {}, the parameter has shape {}",
+                    "{}: the {what} has shape {}, the parameter has shape {}",
                     self.name(),
                     fmt_shape(var.shape()),
                     fmt_shape(&shape)

@@ -26,8 +26,8 @@ fn close(a: &Tensor<f32>, b: &Tensor<f32>, tol: f32) {
     }
 }
 
-#[test]
-fn a_torch_sequential_mlp_loads_under_its_own_numbering() {
+/// The engine's MLP matching the fixture's `Sequential(Linear(4, 8), ReLU, Linear(8, 3))`.
+fn mlp() -> (ParamStore<f32>, Mlp<f32>) {
     let store = ParamStore::<f32>::new();
     let mlp = Mlp::new(
         &store.root(),
@@ -36,6 +36,12 @@ fn a_torch_sequential_mlp_loads_under_its_own_numbering() {
         &mut Rng::new(0),
     )
     .unwrap();
+    (store, mlp)
+}
+
+#[test]
+fn a_torch_sequential_mlp_loads_under_its_own_numbering() {
+    let (store, mlp) = mlp();
     let ckpt = fixture("mlp.safetensors");
     // Without the mapping the second layer is not found, by name.
     let e = store
@@ -65,14 +71,7 @@ fn half_precision_weights_convert_exactly_and_give_torchs_outputs() {
         ("mlp_f16.safetensors", "output_f16", FileDType::F16),
         ("mlp_bf16.safetensors", "output_bf16", FileDType::BF16),
     ] {
-        let store = ParamStore::<f32>::new();
-        let mlp = Mlp::new(
-            &store.root(),
-            &[4, 8, 3],
-            Activation::Relu,
-            &mut Rng::new(0),
-        )
-        .unwrap();
+        let (store, mlp) = mlp();
         let ckpt = fixture(file);
         assert!(ckpt.tensors.iter().all(|(_, t)| t.dtype() == dtype));
         // Refused without the caller's consent, naming the type.
