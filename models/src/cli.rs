@@ -1,8 +1,10 @@
 //! Command-line options shared by every experiment.
 
-use crate::report::RunDir;
+use crate::report::{Metrics, Role, RunDir};
+use crate::sweep::{CellValue, Shard, Sweep};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use tensor::{Error, Result};
 
 /// Options of one run: the common ones, plus experiment-specific `--key value` pairs.
@@ -26,6 +28,14 @@ pub struct RunConfig {
     pub trace: Option<PathBuf>,
     /// Keep every op's input and output values in the trace during this step.
     pub trace_values_step: Option<u64>,
+    /// `--shard i/n`: run only the i-th of n slices of the experiment's grid.
+    pub shard: Option<Shard>,
+    /// The options that decide the results (all but `--out`, `--threads`,
+    /// `--quiet`, `--shard` and the trace options), sorted, as `--key=value`: what
+    /// the shards of one sweep must share.
+    pub options: Vec<String>,
+    /// The sharded or merged sweep this run walks its cells through, if any.
+    pub sweep: Option<Arc<Sweep>>,
     extra: BTreeMap<String, String>,
     /// The run folder the runner created before training, with its experiment.
     prepared: Option<(String, RunDir)>,
@@ -43,6 +53,9 @@ impl Default for RunConfig {
             quiet: false,
             trace: None,
             trace_values_step: None,
+            shard: None,
+            options: Vec::new(),
+            sweep: None,
             extra: BTreeMap::new(),
             prepared: None,
         }
@@ -72,7 +85,10 @@ impl RunConfig {
                 "quick" | "quiet" if inline.is_some() => {
                     return Err(Error::value("models", format!("--{key} takes no value")))
                 }
-                "quick" => cfg.quick = true,
+                "quick" => {
+                    cfg.quick = true;
+                    cfg.options.push("--quick".into())
+                }
                 "quiet" => cfg.quiet = true,
                 _ => {
                     let v = match &inline {
@@ -84,7 +100,14 @@ impl RunConfig {
                             })?
                         }
                     };
+                    if !matches!(
+                        key.as_str(),
+                        "out" | "threads" | "trace" | "trace-values-step" | "shard"
+                    ) {
+                        cfg.options.push(format!("--{key}={v}"));
+                    }
                     match key.as_str() {
+                        "shard" => cfg.shard = Some(Shard::parse(v)?),
                         "seed" => cfg.seed = parse_num(&key, v)?,
                         "seeds" => {
                             let n: usize = parse_num(&key, v)?;
@@ -112,7 +135,25 @@ impl RunConfig {
             }
             i += 1;
         }
+        cfg.options.sort();
+        cfg.options.dedup();
         Ok(cfg)
+    }
+
+    /// The next cell of the experiment's grid (one arm, setting and seed), called
+    /// `key`: `compute` runs it, pushing its curves to `metrics`. Without a sweep it
+    /// simply runs; in a shard it runs only when the shard owns the cell (the others
+    /// give placeholders); in a merge it is replayed from the shards' records.
+    pub fn cell<T: CellValue>(
+        &self,
+        key: &str,
+        metrics: &mut Metrics,
+        compute: impl FnOnce(&mut Metrics) -> Result<T>,
+    ) -> Result<T> {
+        match &self.sweep {
+            None => compute(metrics),
+            Some(s) => s.cell(key, metrics, compute),
+        }
     }
 
     /// Rejects experiment-specific options the experiment does not know.
@@ -203,7 +244,7 @@ impl RunConfig {
     /// before any training: an unwritable `--out` fails in the first second, and
     /// the folder's name is taken before the run starts.
     pub fn prepare_run_dir(&self, experiment: &str) -> Result<RunConfig> {
-        let dir = RunDir::create(&self.out, experiment, &self.run_id())?;
+        let dir = self.new_dir(experiment)?;
         Ok(RunConfig {
             prepared: Some((experiment.to_string(), dir)),
             ..self.clone()
@@ -216,8 +257,18 @@ impl RunConfig {
     pub fn run_dir(&self, experiment: &str) -> Result<RunDir> {
         match &self.prepared {
             Some((name, dir)) if name == experiment => Ok(dir.clone()),
-            _ => RunDir::create(&self.out, experiment, &self.run_id()),
+            _ => self.new_dir(experiment),
         }
+    }
+
+    fn new_dir(&self, experiment: &str) -> Result<RunDir> {
+        let mut dir = RunDir::create(&self.out, experiment, &self.run_id())?;
+        dir.role = match &self.sweep {
+            None => Role::Whole,
+            Some(s) if s.is_shard() => Role::Shard,
+            Some(_) => Role::Merged,
+        };
+        Ok(dir)
     }
 
     /// The prepared run folder, if any (the runner removes it when the run fails
@@ -228,8 +279,15 @@ impl RunConfig {
 
     /// The run identifier: UTC time, seed and setting.
     pub fn run_id(&self) -> String {
+        let role = match (&self.sweep, self.shard) {
+            (Some(s), Some(shard)) if s.is_shard() => {
+                format!("-shard{}of{}", shard.index, shard.count)
+            }
+            (Some(_), _) => "-merged".into(),
+            _ => String::new(),
+        };
         format!(
-            "{}-seed{}{}",
+            "{}-seed{}{}{role}",
             utc_stamp(),
             self.seed,
             if self.quick { "-quick" } else { "" }

@@ -28,5 +28,6 @@ pub mod cli;
 pub mod data;
 pub mod experiments;
 pub mod report;
+pub mod sweep;
 pub mod text;
 pub mod train;

@@ -4,13 +4,17 @@
 use models::cli::RunConfig;
 use models::experiments::{demo, registry, run_experiment};
 
-const COMMON: &str = "common options: --seed N  --seeds N  --threads N  --quick  --out DIR (runs)  --data DIR  --quiet  --trace FILE (audit trace: every op, its shape and output hash)  --trace-values-step N (keep that step's values)";
+const COMMON: &str = "common options: --seed N  --seeds N  --threads N  --quick  --out DIR (runs)  --data DIR  --quiet  --shard i/n (run the i-th of n slices of the grid, from 0; see merge)  --trace FILE (audit trace: every op, its shape and output hash)  --trace-values-step N (keep that step's values)";
 
 fn usage() -> String {
     let commands = [
         ("list", "this list"),
         ("demo", "the quick setting of every demo experiment"),
         ("trace-diff A B", "the first op where two audit traces part"),
+        (
+            "merge DIR... [--out DIR]",
+            "the tables, metrics and plot of a sweep from all its --shard i/n folders",
+        ),
         (
             "determinism-check EXP",
             "EXP's quick setting at 1 and 2 threads, traced: bit-identical or the first divergent op",
@@ -94,6 +98,36 @@ fn determinism_check(args: &[String]) -> tensor::Result<bool> {
     Ok(same)
 }
 
+/// `merge DIR... [--out DIR]`: rebuilds a sharded sweep's tables and plot.
+fn merge(args: &[String]) -> tensor::Result<()> {
+    let (mut dirs, mut out) = (Vec::new(), std::path::PathBuf::from("runs"));
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--out" => {
+                i += 1;
+                let v = args
+                    .get(i)
+                    .ok_or_else(|| tensor::Error::value("merge", "--out needs a value"))?;
+                out = v.into();
+            }
+            a if a.starts_with("--out=") => out = a["--out=".len()..].into(),
+            a if a.starts_with("--") => {
+                return Err(tensor::Error::value(
+                    "merge",
+                    format!("unknown option '{a}' (usage: models merge SHARD_DIR... [--out DIR])"),
+                ))
+            }
+            d => dirs.push(std::path::PathBuf::from(d)),
+        }
+        i += 1;
+    }
+    for table in models::experiments::merge(&dirs, &out)? {
+        println!("{}", table.render());
+    }
+    Ok(())
+}
+
 fn run(args: &[String]) -> tensor::Result<()> {
     let name = args.first().map(String::as_str).unwrap_or("list");
     let rest = &args[args.len().min(1)..];
@@ -109,11 +143,18 @@ fn run(args: &[String]) -> tensor::Result<()> {
         return Ok(());
     }
     if rest.iter().any(|a| a == "--help" || a == "-h") {
+        if name == "merge" {
+            println!("usage: models merge SHARD_DIR... [--out DIR]\n\nEvery folder written by one sweep's `--shard i/n` runs (i = 0 … n-1, each once), all with the same options; writes the tables, metrics.csv and plot.svg an unsharded run would write to OUT/<experiment>/<id>-merged.");
+            return Ok(());
+        }
         match name {
             "list" | "help" | "demo" => print!("{}", usage()),
             _ => print!("{}", experiment_help(&find(name)?)),
         }
         return Ok(());
+    }
+    if name == "merge" {
+        return merge(rest);
     }
     let cfg = RunConfig::parse(rest)?;
     let mut pool = rayon::ThreadPoolBuilder::new();

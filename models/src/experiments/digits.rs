@@ -6,6 +6,7 @@ use super::images::{self, ImageSet};
 use crate::cli::RunConfig;
 use crate::data::{builtin, Dataset};
 use crate::report::{mean_std, Metrics, Table};
+use crate::sweep::field;
 use crate::train::{batch_x, fit, FitSettings, OptimizerKind};
 use autograd::Var;
 use nn::{loss, Activation, Mlp, Module, ParamStore};
@@ -192,25 +193,22 @@ fn run_on(
         );
         let (mut accs, mut secs) = (Vec::new(), Vec::new());
         for &seed in &seeds {
-            let (acc, s, store) = train_arm(
-                &arm,
-                &train,
-                &test,
-                seed,
-                &format!("{tag}/seed{seed}"),
-                cfg.quiet,
-                &mut metrics,
-            )?;
-            accs.push(acc * 100.0);
-            secs.push(s);
-            if seed == seeds[0] {
-                model_tensors.extend(
-                    store
-                        .to_tensors()
-                        .into_iter()
-                        .map(|(n, t)| (format!("{tag}.{n}"), t)),
-                );
-            }
+            let series = format!("{tag}/seed{seed}");
+            let r = cfg.cell(&series, &mut metrics, |metrics| {
+                let (acc, s, store) =
+                    train_arm(&arm, &train, &test, seed, &series, cfg.quiet, metrics)?;
+                if seed == seeds[0] {
+                    model_tensors.extend(
+                        store
+                            .to_tensors()
+                            .into_iter()
+                            .map(|(n, t)| (format!("{tag}.{n}"), t)),
+                    );
+                }
+                Ok(vec![("accuracy".into(), acc), ("seconds".into(), s)])
+            })?;
+            accs.push(field(&r, "accuracy")? * 100.0);
+            secs.push(field(&r, "seconds")?);
         }
         table.row(vec![
             arm.optimizer.name().into(),

@@ -13,6 +13,9 @@ pub mod vit;
 
 use crate::cli::RunConfig;
 use crate::report::Table;
+use crate::sweep::{self, ShardFile, Sweep};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use tensor::Result;
 
 /// A registered experiment.
@@ -28,6 +31,9 @@ pub struct Experiment {
     /// Reads files from `--data DIR` (for the others `--data` is an error, not
     /// silently ignored).
     pub reads_data: bool,
+    /// Walks its grid through [`RunConfig::cell`], so `--shard i/n` and
+    /// `models merge` work on it.
+    pub shards: bool,
     /// Runs it, returning the result tables.
     pub run: fn(&RunConfig) -> Result<Vec<Table>>,
 }
@@ -41,6 +47,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: false,
             options: digits::OPTIONS,
             reads_data: true,
+            shards: true,
             run: digits::run,
         },
         Experiment {
@@ -49,6 +56,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: digits::MNIST_OPTIONS,
             reads_data: true,
+            shards: true,
             run: digits::run_mnist,
         },
         Experiment {
@@ -57,6 +65,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: diabetes::OPTIONS,
             reads_data: false,
+            shards: true,
             run: diabetes::run,
         },
         Experiment {
@@ -65,6 +74,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: closed_form::regression::OPTIONS,
             reads_data: false,
+            shards: false,
             run: closed_form::regression::run,
         },
         Experiment {
@@ -73,6 +83,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: closed_form::classification::OPTIONS,
             reads_data: true,
+            shards: false,
             run: closed_form::classification::run,
         },
         Experiment {
@@ -81,6 +92,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: false,
             options: closed_form::classes::OPTIONS,
             reads_data: false,
+            shards: false,
             run: closed_form::classes::run,
         },
         Experiment {
@@ -89,6 +101,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: closed_form::one_step::OPTIONS,
             reads_data: false,
+            shards: false,
             run: closed_form::one_step::run,
         },
         Experiment {
@@ -97,6 +110,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: false,
             options: closed_form::dfiv::OPTIONS,
             reads_data: false,
+            shards: false,
             run: closed_form::dfiv::run,
         },
         Experiment {
@@ -105,6 +119,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: false,
             options: cifar::OPTIONS,
             reads_data: true,
+            shards: true,
             run: cifar::run,
         },
         Experiment {
@@ -113,6 +128,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: fno_burgers::OPTIONS,
             reads_data: true,
+            shards: false,
             run: fno_burgers::run,
         },
         Experiment {
@@ -121,6 +137,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: lift::ebm1d::OPTIONS,
             reads_data: false,
+            shards: false,
             run: lift::ebm1d::run,
         },
         Experiment {
@@ -129,6 +146,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: lift::flow2d::OPTIONS,
             reads_data: false,
+            shards: false,
             run: lift::flow2d::run,
         },
         Experiment {
@@ -137,6 +155,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: false,
             options: lift::latent::OPTIONS,
             reads_data: false,
+            shards: false,
             run: lift::latent::run,
         },
         Experiment {
@@ -145,6 +164,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: false,
             options: lift::tabular::OPTIONS,
             reads_data: true,
+            shards: false,
             run: lift::tabular::run,
         },
         Experiment {
@@ -153,6 +173,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: llqr_sam::classify::OPTIONS,
             reads_data: true,
+            shards: true,
             run: llqr_sam::classify::run,
         },
         Experiment {
@@ -161,6 +182,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: seq2seq::OPTIONS,
             reads_data: true,
+            shards: false,
             run: seq2seq::run,
         },
         Experiment {
@@ -169,6 +191,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: false,
             options: vit::OPTIONS,
             reads_data: true,
+            shards: true,
             run: vit::run,
         },
         Experiment {
@@ -177,6 +200,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: llqr_sam::pothole::OPTIONS,
             reads_data: false,
+            shards: false,
             run: llqr_sam::pothole::run,
         },
     ]
@@ -207,8 +231,29 @@ pub fn run_experiment(e: &Experiment, cfg: &RunConfig) -> Result<Vec<Table>> {
             ),
         ));
     }
+    if let (Some(shard), false) = (cfg.shard, e.shards) {
+        let sharding: Vec<&str> = registry()
+            .iter()
+            .filter(|e| e.shards)
+            .map(|e| e.name)
+            .collect();
+        return Err(tensor::Error::value(
+            "models",
+            format!(
+                "{} does not walk its grid cell by cell, so --shard {}/{} cannot split it (the experiments that shard: {})",
+                e.name,
+                shard.index,
+                shard.count,
+                sharding.join(", ")
+            ),
+        ));
+    }
+    let mut cfg = cfg.clone();
+    if let (Some(shard), None) = (cfg.shard, &cfg.sweep) {
+        cfg.sweep = Some(Arc::new(Sweep::shard(shard)));
+    }
     let cfg = cfg.prepare_run_dir(e.name)?;
-    let out = (e.run)(&cfg);
+    let out = (e.run)(&cfg).and_then(|tables| finish_sweep(e, &cfg, tables));
     if out.is_err() {
         if let Some(dir) = cfg.prepared_dir() {
             // Succeeds only on an empty folder: partial results are kept.
@@ -216,6 +261,65 @@ pub fn run_experiment(e: &Experiment, cfg: &RunConfig) -> Result<Vec<Table>> {
         }
     }
     out
+}
+
+/// After a sharded run: writes the shard's cells to `cells.txt` and returns no
+/// tables (its tables hold placeholders). After a merge: checks that every recorded
+/// cell was used.
+fn finish_sweep(e: &Experiment, cfg: &RunConfig, tables: Vec<Table>) -> Result<Vec<Table>> {
+    let (Some(sweep), Some(dir)) = (&cfg.sweep, cfg.prepared_dir()) else {
+        return Ok(tables);
+    };
+    let Some(shard) = cfg.shard.filter(|_| sweep.is_shard()) else {
+        sweep.check_replayed()?;
+        return Ok(tables);
+    };
+    let (total, cells) = sweep.finish();
+    let file = ShardFile {
+        experiment: e.name.to_string(),
+        options: cfg.options.clone(),
+        shard,
+        total,
+        cells,
+    };
+    let path = dir.path.join("cells.txt");
+    std::fs::write(&path, file.to_text())
+        .map_err(|err| tensor::Error::io(path.display().to_string(), &err))?;
+    eprintln!(
+        "{}: shard {}/{} ran {} of the {total} cells; `models merge` its folder with the other shards' for the tables: {}",
+        e.name,
+        shard.index,
+        shard.count,
+        file.cells.len(),
+        dir.path.display()
+    );
+    Ok(Vec::new())
+}
+
+/// `models merge DIR...`: checks that the folders are every shard of one sweep, then
+/// runs the experiment with every cell replayed from them, writing the tables,
+/// `metrics.csv` and `plot.svg` an unsharded run would write to a new `-merged`
+/// folder under `--out` (default `runs`). Returns the tables.
+pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Vec<Table>> {
+    let files = dirs
+        .iter()
+        .map(|d| Ok((d.display().to_string(), ShardFile::read(d)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let (name, options, cells) = sweep::gather(&files)?;
+    let e = registry()
+        .into_iter()
+        .find(|e| e.name == name)
+        .ok_or_else(|| {
+            tensor::Error::value(
+                "merge",
+                format!("the shards ran '{name}', which this build does not have"),
+            )
+        })?;
+    let mut cfg = RunConfig::parse(&options)?;
+    cfg.out = out.to_path_buf();
+    cfg.quiet = true;
+    cfg.sweep = Some(Arc::new(Sweep::replay(cells)));
+    run_experiment(&e, &cfg)
 }
 
 /// Runs the quick setting of every demo experiment, one after another, then prints
@@ -228,6 +332,12 @@ pub fn demo(cfg: &RunConfig) -> Result<Vec<Table>> {
         return Err(tensor::Error::value(
             "demo",
             "the demo runs every experiment on its built-in data: --data is for one experiment",
+        ));
+    }
+    if cfg.shard.is_some() {
+        return Err(tensor::Error::value(
+            "demo",
+            "the demo runs every experiment once: --shard is for one experiment's sweep",
         ));
     }
     let mut quick = cfg.clone();

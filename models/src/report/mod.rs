@@ -286,6 +286,21 @@ pub fn mean_std(values: &[f64], digits: usize) -> String {
 pub struct RunDir {
     /// The directory.
     pub path: PathBuf,
+    /// What the run in it is: whole, one shard, or a merge of shards.
+    pub role: Role,
+}
+
+/// What a run folder holds, which decides what it writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// An ordinary run: everything.
+    Whole,
+    /// One shard of a sweep: its cells (`cells.txt`), its own curves and model,
+    /// and no table (the table needs every shard: `models merge`).
+    Shard,
+    /// The merge of a sweep's shards: the table, curves and plot; the models
+    /// stay in the shard folders.
+    Merged,
 }
 
 impl RunDir {
@@ -303,7 +318,12 @@ impl RunDir {
                 parent.join(format!("{run_id}-{n}"))
             };
             match std::fs::create_dir(&path) {
-                Ok(()) => return Ok(RunDir { path }),
+                Ok(()) => {
+                    return Ok(RunDir {
+                        path,
+                        role: Role::Whole,
+                    })
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(Error::io(path.display().to_string(), &e)),
             }
@@ -339,18 +359,26 @@ impl RunDir {
         self.write("plot.svg", &svg::render(title, panels))
     }
 
-    /// Writes the tables to table.txt.
+    /// Writes the tables to table.txt (not in a shard's folder, whose tables hold
+    /// placeholders for the other shards' cells).
     pub fn write_tables(&self, tables: &[Table]) -> Result<()> {
+        if self.role == Role::Shard {
+            return Ok(());
+        }
         let text: Vec<String> = tables.iter().map(Table::render).collect();
         self.write("table.txt", &text.join("\n"))
     }
 
-    /// Writes model.safetensors.
+    /// Writes model.safetensors (not in a merged folder: each shard folder holds the
+    /// models its cells trained; not in a shard that trained none of them).
     pub fn write_model(
         &self,
         tensors: Vec<(String, AnyTensor)>,
         metadata: Vec<(String, String)>,
     ) -> Result<()> {
+        if self.role == Role::Merged || (self.role == Role::Shard && tensors.is_empty()) {
+            return Ok(());
+        }
         checkpoint::save(
             self.path.join("model.safetensors"),
             &Checkpoint { tensors, metadata },

@@ -13,6 +13,7 @@ use crate::cli::RunConfig;
 use crate::experiments::images::ImageSet;
 use crate::experiments::llqr_sam::{preconditioning_batch, Hyper, Method, Spread, Stepper};
 use crate::report::{mean_std, progress::Progress, Metrics, Table};
+use crate::sweep::{CellValue, Fields};
 use crate::train::batch_x;
 use autograd::{no_grad, Var};
 use data::{one_hot, Images};
@@ -230,6 +231,35 @@ pub struct ArmResult {
     pub preconditioner: Option<Spread>,
     /// The trained parameters (the closed-form head as `net.head.closed_form`).
     pub tensors: NamedTensors,
+}
+
+/// What the table needs of one [`ArmResult`]: one cell of the sweep.
+struct SeedCell {
+    accuracy: f64,
+    train_loss: f64,
+    seconds_per_epoch: f64,
+    preconditioner: Option<Spread>,
+}
+
+impl CellValue for SeedCell {
+    fn to_fields(&self) -> Fields {
+        let mut f = vec![
+            ("accuracy".to_string(), self.accuracy),
+            ("train_loss".to_string(), self.train_loss),
+            ("seconds_per_epoch".to_string(), self.seconds_per_epoch),
+        ];
+        f.extend(Spread::fields(self.preconditioner));
+        Fields::new(f)
+    }
+
+    fn from_fields(f: &Fields) -> Result<Self> {
+        Ok(SeedCell {
+            accuracy: f.get("accuracy")?,
+            train_loss: f.get("train_loss")?,
+            seconds_per_epoch: f.get("seconds_per_epoch")?,
+            preconditioner: Spread::from_fields(f)?,
+        })
+    }
 }
 
 /// How an arm updates the network.
@@ -659,17 +689,29 @@ pub fn run_with(cfg: &RunConfig, defaults: &Defaults) -> Result<Vec<Table>> {
         let (mut accs, mut losses, mut times) = (Vec::new(), Vec::new(), Vec::new());
         let mut spread = None;
         for &seed in &seeds {
-            let r = train_arm(opt, &images, &s, seed, &mut metrics)?;
+            let key = format!("{}/seed{seed}", opt.tag());
+            let r = cfg.cell(&key, &mut metrics, |metrics| {
+                let r = train_arm(opt, &images, &s, seed, metrics)?;
+                let cell = SeedCell {
+                    accuracy: r.accuracy,
+                    train_loss: r.train_loss,
+                    seconds_per_epoch: r.seconds_per_epoch,
+                    preconditioner: r.preconditioner,
+                };
+                if seed == seeds[0] {
+                    model.extend(
+                        r.tensors
+                            .into_iter()
+                            .map(|(n, t)| (format!("{}.{n}", opt.tag()), t)),
+                    );
+                }
+                Ok(cell)
+            })?;
             accs.push(r.accuracy);
             losses.push(r.train_loss);
             times.push(r.seconds_per_epoch);
             if seed == seeds[0] {
                 spread = r.preconditioner;
-                model.extend(
-                    r.tensors
-                        .into_iter()
-                        .map(|(n, t)| (format!("{}.{n}", opt.tag()), t)),
-                );
             }
         }
         let time = times.iter().sum::<f64>() / times.len() as f64;

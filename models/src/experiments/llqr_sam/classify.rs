@@ -11,6 +11,7 @@ use crate::data::Dataset;
 use crate::experiments::images::{self, ImageSet};
 use crate::report::evidence::{Better, Claim, Evidence};
 use crate::report::{mean_std, progress::Progress, Metrics, Table};
+use crate::sweep::{CellValue, Fields};
 use crate::train::batch_x;
 use autograd::{no_grad, Var};
 use nn::checkpoint::AnyTensor;
@@ -208,14 +209,15 @@ struct Summary {
     sanitised: usize,
 }
 
-/// Trains `arm` on every seed and noise level; the first seed's parameters at the
-/// first level go into `model` under `tag`.
+/// Trains `arm` on every seed and noise level, each (seed, level) one cell of the
+/// sweep; the first seed's parameters at the first level go into `model` under
+/// `tag`.
 fn summarise(
     arm: &Arm,
     tag: &str,
     data: &Data,
     seeds: &[u64],
-    quiet: bool,
+    cfg: &RunConfig,
     metrics: &mut Metrics,
     model: &mut Vec<(String, AnyTensor)>,
 ) -> Result<Summary> {
@@ -229,25 +231,86 @@ fn summarise(
     for &seed in seeds {
         for (level, (noise, train)) in data.train.iter().enumerate() {
             let series = format!("{tag}/noise{:.0}/seed{seed}", noise * 100.0);
-            let r = train_arm(arm, (train, &data.test), seed, &series, quiet, metrics)?;
+            let first = seed == seeds[0] && level == 0;
+            let r = cfg.cell(&series, metrics, |metrics| {
+                let r = train_arm(arm, (train, &data.test), seed, &series, cfg.quiet, metrics)?;
+                if first {
+                    model.extend(
+                        r.store
+                            .to_tensors()
+                            .into_iter()
+                            .map(|(n, t)| (format!("{tag}.{n}"), t)),
+                    );
+                }
+                Ok(ArmCell::from(&r))
+            })?;
             out.accuracy[level].push(r.accuracy);
             out.sanitised += r.sanitised;
-            if r.diverged_at.is_none() {
+            if !r.diverged {
                 out.ms.push(r.ms_per_step);
                 out.ms_authors.push(r.ms_at_authors_period);
             }
-            if seed == seeds[0] && level == 0 {
+            if first {
                 out.preconditioner = r.preconditioner;
-                model.extend(
-                    r.store
-                        .to_tensors()
-                        .into_iter()
-                        .map(|(n, t)| (format!("{tag}.{n}"), t)),
-                );
             }
         }
     }
     Ok(out)
+}
+
+/// What the tables need of one [`ArmResult`]: one cell of the sweep.
+struct ArmCell {
+    accuracy: f64,
+    diverged: bool,
+    ms_per_step: f64,
+    ms_at_authors_period: f64,
+    preconditioner: Option<Spread>,
+    sanitised: usize,
+}
+
+impl From<&ArmResult> for ArmCell {
+    fn from(r: &ArmResult) -> Self {
+        ArmCell {
+            accuracy: r.accuracy,
+            diverged: r.diverged_at.is_some(),
+            ms_per_step: r.ms_per_step,
+            ms_at_authors_period: r.ms_at_authors_period,
+            preconditioner: r.preconditioner,
+            sanitised: r.sanitised,
+        }
+    }
+}
+
+impl CellValue for ArmCell {
+    fn to_fields(&self) -> Fields {
+        let mut f = vec![
+            ("accuracy".to_string(), self.accuracy),
+            ("diverged".to_string(), f64::from(u8::from(self.diverged))),
+            ("ms_per_step".to_string(), self.ms_per_step),
+            (
+                "ms_at_authors_period".to_string(),
+                self.ms_at_authors_period,
+            ),
+            ("sanitised".to_string(), self.sanitised as f64),
+        ];
+        f.extend(Spread::fields(self.preconditioner));
+        Fields::new(f)
+    }
+
+    fn from_fields(f: &Fields) -> Result<Self> {
+        Ok(ArmCell {
+            accuracy: f.get("accuracy")?,
+            diverged: f.get("diverged")? == 1.0,
+            ms_per_step: f.get("ms_per_step")?,
+            ms_at_authors_period: f.get("ms_at_authors_period")?,
+            preconditioner: Spread::from_fields(f)?,
+            sanitised: if f.is_placeholder() {
+                0
+            } else {
+                f.get("sanitised")? as usize
+            },
+        })
+    }
 }
 
 fn preconditioner_cell(u: Option<Spread>) -> String {
@@ -398,7 +461,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             &method.tag(),
             &data,
             &seeds,
-            cfg.quiet,
+            cfg,
             &mut metrics,
             &mut model,
         )?;
@@ -464,15 +527,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                 budget: budget.clone(),
             };
             let tag = format!("{}-inner{inner_lr}", method.tag());
-            let s = summarise(
-                &arm,
-                &tag,
-                &data,
-                &seeds,
-                cfg.quiet,
-                &mut metrics,
-                &mut model,
-            )?;
+            let s = summarise(&arm, &tag, &data, &seeds, cfg, &mut metrics, &mut model)?;
             let mut row = vec![method.name(), format!("{inner_lr}")];
             row.extend(s.accuracy.iter().map(|a| accuracy_cell(a)));
             row.push(preconditioner_cell(s.preconditioner));

@@ -274,6 +274,32 @@ pub struct Spread {
 }
 
 impl Spread {
+    /// Its numbers as a sweep cell's fields (`u_min`, `u_median`, `u_max`,
+    /// `u_moved`); none for `None`.
+    pub fn fields(u: Option<Spread>) -> Vec<(String, f64)> {
+        u.map_or_else(Vec::new, |u| {
+            vec![
+                ("u_min".into(), u.min),
+                ("u_median".into(), u.median),
+                ("u_max".into(), u.max),
+                ("u_moved".into(), u.moved),
+            ]
+        })
+    }
+
+    /// The spread back from a cell's fields (`None` when they hold none).
+    pub fn from_fields(f: &crate::sweep::Fields) -> Result<Option<Spread>> {
+        if !f.pairs().iter().any(|(k, _)| k == "u_median") {
+            return Ok(None);
+        }
+        Ok(Some(Spread {
+            min: f.get("u_min")?,
+            median: f.get("u_median")?,
+            max: f.get("u_max")?,
+            moved: f.get("u_moved")?,
+        }))
+    }
+
     /// The spread of `values`; `None` when empty.
     pub fn of(mut values: Vec<f64>) -> Option<Spread> {
         if values.is_empty() {

@@ -1,0 +1,179 @@
+//! `--shard i/n` and `models merge`: the merge of a sweep's shards writes the
+//! table, metrics and plot of the unsharded run.
+
+use models::cli::RunConfig;
+use models::experiments::{merge, registry, run_experiment};
+use std::path::{Path, PathBuf};
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+/// Runs `experiment` with `options` under `out`, returning its run folder.
+fn run(experiment: &str, options: &[&str], out: &Path) -> PathBuf {
+    let e = registry()
+        .into_iter()
+        .find(|e| e.name == experiment)
+        .unwrap();
+    let mut cfg = RunConfig::parse(&args(options)).unwrap();
+    cfg.out = out.to_path_buf();
+    cfg.quiet = true;
+    run_experiment(&e, &cfg).unwrap();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(out.join(experiment))
+        .unwrap()
+        .map(|d| d.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "one run folder under {}", out.display());
+    dirs.pop().unwrap()
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// The table with its timing columns blanked: wall time is the one number two
+/// runs of the same options do not share.
+fn without_timings(table: &str) -> String {
+    let mut timing = Vec::new();
+    table
+        .lines()
+        .map(|line| {
+            let cells: Vec<&str> = line.split('|').collect();
+            if line.starts_with("| method") || line.starts_with("| optimiser") {
+                timing = cells
+                    .iter()
+                    .map(|c| {
+                        c.contains("seconds")
+                            || c.contains("ms /")
+                            || c.contains("× SGD")
+                            || c.contains("s / epoch")
+                            || c.contains("× first")
+                    })
+                    .collect();
+            }
+            cells
+                .iter()
+                .enumerate()
+                .map(|(i, c)| if timing.get(i) == Some(&true) { "" } else { c })
+                .collect::<Vec<_>>()
+                .join("|")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Runs `experiment` whole and as 3 shards, merges them, and compares.
+fn shards_merge_to_the_whole_run(experiment: &str, options: &[&str]) {
+    let root = std::env::temp_dir().join(format!("sweep-{experiment}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let whole = run(experiment, options, &root.join("whole"));
+    let shards: Vec<PathBuf> = (0..3)
+        .map(|i| {
+            let spec = format!("{i}/3");
+            let mut o = options.to_vec();
+            o.extend(["--shard", &spec]);
+            let dir = run(experiment, &o, &root.join(format!("shard{i}")));
+            assert!(!dir.join("table.txt").exists(), "a shard writes no table");
+            assert!(dir.join("cells.txt").exists());
+            dir
+        })
+        .collect();
+    // The shards in any order.
+    let order = [shards[2].clone(), shards[0].clone(), shards[1].clone()];
+    let merged_tables = merge(&order, &root.join("merged")).unwrap();
+    assert!(!merged_tables.is_empty());
+    let merged = root.join("merged").join(experiment);
+    let merged = std::fs::read_dir(&merged)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert!(merged.to_string_lossy().ends_with("-merged"));
+    let (a, b) = (
+        read(&whole.join("table.txt")),
+        read(&merged.join("table.txt")),
+    );
+    assert_eq!(without_timings(&a), without_timings(&b));
+    assert!(!b.contains("NaN"), "{b}");
+    assert_eq!(
+        read(&whole.join("metrics.csv")),
+        read(&merged.join("metrics.csv"))
+    );
+    assert_eq!(
+        read(&whole.join("plot.svg")),
+        read(&merged.join("plot.svg"))
+    );
+    // A missing shard, or one from other options, is refused and writes nothing.
+    let before = std::fs::read_dir(root.join("merged").join(experiment))
+        .unwrap()
+        .count();
+    let err = merge(&shards[..2], &root.join("merged"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("missing shard folders for 2/3"), "{err}");
+    let mut other = options.to_vec();
+    other.extend(["--seed", "7", "--shard", "2/3"]);
+    let foreign = run(experiment, &other, &root.join("foreign"));
+    let err = merge(
+        &[shards[0].clone(), shards[1].clone(), foreign],
+        &root.join("merged"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("options differ"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(root.join("merged").join(experiment))
+            .unwrap()
+            .count(),
+        before
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn diabetes_shards_merge_to_the_whole_run() {
+    shards_merge_to_the_whole_run("diabetes", &["--quick", "--epochs", "2", "--seeds", "3"]);
+}
+
+/// LLQR+SAM cells carry U's spread and the timings; the noise levels are a grid axis.
+#[test]
+fn llqr_sam_shards_merge_to_the_whole_run() {
+    shards_merge_to_the_whole_run(
+        "llqr-sam",
+        &[
+            "--quick",
+            "--epochs",
+            "1",
+            "--seeds",
+            "2",
+            "--noise",
+            "0,40",
+            "--arms",
+            "sgd,llqr-sam-ngd-euclid",
+            "--train-size",
+            "200",
+            "--test-size",
+            "100",
+            "--hidden",
+            "16",
+        ],
+    );
+}
+
+#[test]
+fn experiments_that_do_not_shard_say_so() {
+    let e = registry()
+        .into_iter()
+        .find(|e| e.name == "pothole")
+        .unwrap();
+    let mut cfg = RunConfig::parse(&args(&["--quick", "--shard", "0/2"])).unwrap();
+    cfg.out = std::env::temp_dir().join(format!("sweep-refuse-{}", std::process::id()));
+    let err = run_experiment(&e, &cfg).unwrap_err().to_string();
+    assert!(
+        err.contains("cannot split it") && err.contains("diabetes"),
+        "{err}"
+    );
+    assert!(!cfg.out.exists(), "no run folder is made");
+    assert!(RunConfig::parse(&args(&["--shard", "3/3"])).is_err());
+}
