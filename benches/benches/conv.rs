@@ -2,18 +2,25 @@
 //! shapes (3×3, stride 1, padding 1, batch 32, f32), with the FLOP rate reported as
 //! criterion's element throughput (1 element = 1 FLOP), next to a plain GEMM of the
 //! same size (C_out × C_in·9 by C_in·9 × 32·H·W) — our matmul throughput; and one
-//! ResNet-18 training step (forward, cross-entropy, backward, SGD) at batch 32.
+//! ResNet-18 training step (forward, cross-entropy, backward, SGD) at batch 32; and
+//! the small conv net's Adam step at 1 and 2 threads (conv 3→64, ReLU, conv 64→64,
+//! ReLU, global average pool, linear 64→10; 3×3, padding 1, 32×32, batch 32, 8
+//! random batches cycled), the workload of `benches/peers/torch_convnet_step.py` and
+//! `benches/peers/jax_convnet_step.py`.
 //!
-//! Run: `cargo bench -p benches --bench conv`.
+//! Run: `cargo bench -p benches --bench conv`; side by side with the peers:
+//! `benches/peers/compare.sh convnet`.
 
 // criterion_group! generates an undocumented public function.
 #![allow(missing_docs)]
 
 use autograd::{backward, Var};
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use nn::layers::conv::Conv2d;
+use nn::layers::linear::Linear;
 use nn::nets::resnet::{ResNet, ResNetConfig};
 use nn::{loss, Module, ParamGrads, ParamStore};
-use optim::{Optimizer, Sgd, SgdConfig};
+use optim::{Adam, AdamConfig, Optimizer, Sgd, SgdConfig};
 use std::time::Duration;
 use tensor::{Conv2dSpec, Rng, Tensor};
 
@@ -62,16 +69,67 @@ fn resnet_step(c: &mut Criterion) {
     let x =
         Var::constant(Tensor::<f32>::rand_normal(&[32, 3, 32, 32], 0.0, 1.0, &mut rng).unwrap());
     let labels: Vec<usize> = (0..32).map(|i| i % 10).collect();
-    g.bench_function("b32_32x32", |b| {
-        b.iter(|| {
-            let l = loss::cross_entropy(&net.forward(&x).unwrap(), &labels, 0.0).unwrap();
-            let grads = ParamGrads::collect(opt.params(), &backward(&l).unwrap());
-            opt.step(&grads).unwrap();
-            black_box(l.item().unwrap())
-        })
+    benches::at_thread_counts(&mut g, "b32_32x32", &[1, 2], || {
+        let l = loss::cross_entropy(&net.forward(&x).unwrap(), &labels, 0.0).unwrap();
+        let grads = ParamGrads::collect(opt.params(), &backward(&l).unwrap());
+        opt.step(&grads).unwrap();
+        black_box(l.item().unwrap());
     });
     g.finish();
 }
 
-criterion_group!(benches, layers, resnet_step);
+/// conv 3→64, ReLU, conv 64→64, ReLU, global average pool, linear 64→10.
+struct ConvNet {
+    c1: Conv2d<f32>,
+    c2: Conv2d<f32>,
+    fc: Linear<f32>,
+}
+
+impl ConvNet {
+    fn forward(&self, x: &Var<f32>) -> Var<f32> {
+        let h = self.c1.forward(x).unwrap().relu().unwrap();
+        let h = self.c2.forward(&h).unwrap().relu().unwrap();
+        let h = h
+            .adaptive_avg_pool2d((1, 1))
+            .unwrap()
+            .reshape(&[32, 64])
+            .unwrap();
+        self.fc.forward(&h).unwrap()
+    }
+}
+
+fn convnet_step(c: &mut Criterion) {
+    let mut g = c.benchmark_group("convnet_3_64_64_b32_32x32_f32_adam");
+    g.sample_size(20)
+        .measurement_time(Duration::from_secs(8))
+        .warm_up_time(Duration::from_secs(1));
+    let mut rng = Rng::new(2);
+    let store = ParamStore::<f32>::new();
+    let spec = Conv2dSpec::new(1, 1);
+    let root = store.root();
+    let net = ConvNet {
+        c1: Conv2d::new(&root.sub("c1"), (3, 64), 3, spec, true, &mut rng).unwrap(),
+        c2: Conv2d::new(&root.sub("c2"), (64, 64), 3, spec, true, &mut rng).unwrap(),
+        fc: Linear::new(&root.sub("fc"), 64, 10, true, &mut rng).unwrap(),
+    };
+    let mut opt = Adam::new(store.trainable(), AdamConfig::adam(1e-3)).unwrap();
+    let batches: Vec<Var<f32>> = (0..8)
+        .map(|_| {
+            Var::constant(Tensor::<f32>::rand_normal(&[32, 3, 32, 32], 0.0, 1.0, &mut rng).unwrap())
+        })
+        .collect();
+    let labels: Vec<usize> = (0..32).map(|i| i % 10).collect();
+    let mut i = 0;
+    benches::at_thread_counts(&mut g, "step", &[1, 2], || {
+        let x = &batches[i % batches.len()];
+        i += 1;
+        let l = loss::cross_entropy(&net.forward(x), &labels, 0.0).unwrap();
+        let grads = ParamGrads::collect(opt.params(), &backward(&l).unwrap());
+        opt.step(&grads).unwrap();
+        black_box(l.item().unwrap());
+    });
+    g.finish();
+}
+
+criterion_group!(benches, layers, resnet_step, convnet_step);
 criterion_main!(benches);

@@ -1,8 +1,10 @@
 //! The headline step: an MLP 784-512-512-10, batch 128, f32, cross-entropy, Adam —
 //! forward, backward and update, as `nn` and `optim` run it.
 //!
-//! Run: `cargo bench -p benches --bench training_step`. The PyTorch figure to compare
-//! with comes from `benches/peers/torch_mlp_step.py`, run on the same machine.
+//! Timed at 1 and 2 threads on 8 random batches cycled. Run: `cargo bench -p benches
+//! --bench training_step`; side by side with PyTorch and JAX (the same step in
+//! `benches/peers/torch_mlp_step.py` and `jax_mlp_step.py`):
+//! `benches/peers/compare.sh mlp`.
 
 // criterion_group! generates an undocumented public function.
 #![allow(missing_docs)]
@@ -27,15 +29,20 @@ fn mlp_adam_step(c: &mut Criterion) {
     )
     .unwrap();
     let mut opt = Adam::new(store.trainable(), AdamConfig::adam(1e-3)).unwrap();
-    let x = Var::constant(Tensor::<f32>::rand_normal(&[128, 784], 0.0, 1.0, &mut rng).unwrap());
-    let labels: Vec<usize> = (0..128).map(|i| i % 10).collect();
-    g.bench_function("step", |b| {
-        b.iter(|| {
-            let l = loss::cross_entropy(&mlp.forward(&x).unwrap(), &labels, 0.0).unwrap();
-            let grads = ParamGrads::collect(opt.params(), &backward(&l).unwrap());
-            opt.step(&grads).unwrap();
-            black_box(l.item().unwrap())
+    let batches: Vec<Var<f32>> = (0..8)
+        .map(|_| {
+            Var::constant(Tensor::<f32>::rand_normal(&[128, 784], 0.0, 1.0, &mut rng).unwrap())
         })
+        .collect();
+    let labels: Vec<usize> = (0..128).map(|i| i % 10).collect();
+    let mut i = 0;
+    benches::at_thread_counts(&mut g, "step", &[1, 2], || {
+        let x = &batches[i % batches.len()];
+        i += 1;
+        let l = loss::cross_entropy(&mlp.forward(x).unwrap(), &labels, 0.0).unwrap();
+        let grads = ParamGrads::collect(opt.params(), &backward(&l).unwrap());
+        opt.step(&grads).unwrap();
+        black_box(l.item().unwrap());
     });
     g.finish();
 }

@@ -91,6 +91,38 @@ pub fn scratch<T: Copy + Send + 'static>(n: usize, v: T) -> Vec<T> {
     buf
 }
 
+/// A temporary buffer for a kernel that overwrites it before reading it (as
+/// [`scratch`]), handed back to the pool when dropped: a kernel's im2col or
+/// partial-sum buffers are then recycled from one call to the next instead of being
+/// zeroed and page-faulted afresh.
+pub(crate) struct Scratch<T: Copy + Send + 'static>(Vec<T>);
+
+impl<T: Copy + Send + 'static> Scratch<T> {
+    /// `n` elements, stale or NaN-poisoned as [`scratch`] gives them.
+    pub(crate) fn new(n: usize, v: T) -> Self {
+        Scratch(scratch(n, v))
+    }
+}
+
+impl<T: Copy + Send + 'static> std::ops::Deref for Scratch<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.0
+    }
+}
+
+impl<T: Copy + Send + 'static> std::ops::DerefMut for Scratch<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut self.0
+    }
+}
+
+impl<T: Copy + Send + 'static> Drop for Scratch<T> {
+    fn drop(&mut self) {
+        give(std::mem::take(&mut self.0));
+    }
+}
+
 /// Fills a float buffer with NaN (other element types are left as they are). Takes
 /// the `Vec` because the type test (`Any`) needs a sized value, which a slice is not.
 #[allow(clippy::ptr_arg)]

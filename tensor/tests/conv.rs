@@ -107,18 +107,17 @@ proptest! {
     }
 }
 
+/// Each lowering path of `tensor::ops::conv` against the naive loop: tiles of one
+/// image, one image at a time (plain, strided and grouped, 1×1 in place, and more
+/// images than the weight gradient's 8 groups), and several images per chunk.
 #[test]
-fn large_inputs_take_the_tiled_and_multi_image_paths() {
-    // 16 channels, 3×3: K = 144 rows; an 92×92 image has 8464 positions, so its patch
-    // matrix (1.2 M elements) is split into tiles.
-    check(
-        &rand(&[1, 16, 92, 92], 1),
-        &rand(&[4, 16, 3, 3], 2),
-        Conv2dSpec::new(1, 1),
-        3,
-    )
-    .unwrap();
-    // Strided and grouped, two images of the tiled size.
+fn large_inputs_take_every_lowering_path() {
+    // Tiles: 64 channels, 3×3 gives K = 576 rows; an 88×88 image has 7744 positions,
+    // so its patch matrix (4.46 M elements) exceeds COL_BUDGET (4.19 M).
+    let big = rand(&[1, 64, 88, 88], 1);
+    const { assert!(576 * 88 * 88 > tensor::ops::conv::COL_BUDGET) };
+    check(&big, &rand(&[2, 64, 3, 3], 2), Conv2dSpec::new(1, 1), 3).unwrap();
+    // One image at a time, strided and grouped (91×91 outputs).
     let spec = Conv2dSpec {
         groups: 2,
         ..Conv2dSpec::new(2, 1)
@@ -130,7 +129,23 @@ fn large_inputs_take_the_tiled_and_multi_image_paths() {
         6,
     )
     .unwrap();
-    // A 1×1 convolution on one image reads the input in place; on several it gathers.
+    // One image at a time, 10 images: the weight gradient sums 5 groups of 2.
+    check(
+        &rand(&[10, 4, 16, 16], 10),
+        &rand(&[3, 4, 3, 3], 11),
+        Conv2dSpec::new(1, 1),
+        12,
+    )
+    .unwrap();
+    // A 1×1 convolution one image at a time reads the input in place.
+    check(
+        &rand(&[3, 6, 16, 16], 13),
+        &rand(&[5, 6, 1, 1], 14),
+        Conv2dSpec::default(),
+        15,
+    )
+    .unwrap();
+    // Several images per chunk: 1×1 on small maps gathers the positions.
     check(
         &rand(&[1, 6, 10, 10], 7),
         &rand(&[5, 6, 1, 1], 8),

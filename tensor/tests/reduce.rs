@@ -159,6 +159,42 @@ proptest! {
         }
         let _ = big;
     }
+
+    /// On a contiguous tensor (values, not a broadcast view) every target shape,
+    /// including the bias pattern [N, C, H, W] → [C, 1, 1] whose trailing axes are
+    /// summed first, against a naive f64 loop.
+    #[test]
+    fn sum_to_shape_of_stored_values_matches_a_naive_loop(
+        dims in proptest::collection::vec(1usize..5, 2..5),
+        keep in any::<u8>(),
+        lead in 0usize..2,
+        seed in any::<u64>(),
+    ) {
+        let x = Tensor::<f64>::rand_normal(&dims, 0.0, 1.0, &mut tensor::Rng::new(seed)).unwrap();
+        let target: Vec<usize> = dims[lead..]
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| if (keep >> i) & 1 == 1 { d } else { 1 })
+            .collect();
+        let r = x.sum_to_shape(&target).unwrap();
+        prop_assert_eq!(r.shape(), &target[..]);
+        let mut want = vec![0.0; target.iter().product()];
+        let xs = x.to_vec();
+        for (flat, v) in xs.iter().enumerate() {
+            let (mut rem, mut at, mut stride) = (flat, 0, 1);
+            for a in (0..dims.len()).rev() {
+                let i = rem % dims[a];
+                rem /= dims[a];
+                if a >= lead {
+                    let t = target[a - lead];
+                    at += if t == 1 { 0 } else { i } * stride;
+                    stride *= t;
+                }
+            }
+            want[at] += v;
+        }
+        assert_close(&r.to_vec(), &want, 1e-12, 1e-12, "sum_to_shape");
+    }
 }
 
 #[test]

@@ -95,10 +95,14 @@ fn sampling_is_reproducible_from_the_seed() {
 #[test]
 fn convolutions_are_thread_count_invariant() {
     let mut rng = Rng::new(9);
-    // Many images per chunk (8×8 maps), and one image in tiles (96×96, K = 144).
+    // Many images per chunk (8×8 maps); one image at a time, split across threads
+    // by images (16×16 maps, 12 images: the weight gradient in 6 groups of 2), also
+    // 1×1; and one image in tiles (66×66, K = 1152).
     for (x_shape, w_shape) in [
         ([16, 32, 8, 8], [32, 32, 3, 3]),
-        ([2, 16, 96, 96], [8, 16, 3, 3]),
+        ([12, 16, 16, 16], [16, 16, 3, 3]),
+        ([12, 64, 16, 16], [64, 64, 1, 1]),
+        ([2, 128, 66, 66], [4, 128, 3, 3]),
     ] {
         let x = Tensor::<f32>::rand_normal(&x_shape, 0.0, 1.0, &mut rng).unwrap();
         let w = Tensor::<f32>::rand_normal(&w_shape, 0.0, 1.0, &mut rng).unwrap();

@@ -5,15 +5,21 @@
 //! kw]`, output `[N, C_out, H_out, W_out]` — as in PyTorch, so checkpoints and shapes
 //! carry over.
 //!
-//! Lowering: the output positions of whole images are processed in *chunks* of
-//! consecutive images whose patch matrix (K = C_in/groups·kh·kw rows, one column per
-//! output position) fits in [`COL_BUDGET`] elements; an image too large for that is
-//! split into tiles of positions. Deep layers with few positions per image get many
-//! images per chunk, so every GEMM has a wide inner or outer dimension. Chunks depend
-//! only on the shapes, never on the thread count, and each output element is produced
-//! by one GEMM (or, for the weight gradient, by a sum over chunks in chunk order), so
-//! results are bitwise identical for any number of threads. A 1×1 convolution with
-//! unit stride and no padding reads the input in place.
+//! Lowering. An image with at least [`IMAGE_POSITIONS`] output positions whose patch
+//! matrix (K = C_in/groups·kh·kw rows, one column per output position) fits
+//! [`COL_BUDGET`] elements is lowered and multiplied on its own: the patch matrix is
+//! still in cache when the GEMM packs it, the GEMM writes the output rows in place,
+//! and the batch is split across threads by images (each GEMM on its thread). The
+//! weight gradient sums such images in a fixed number of groups of consecutive images
+//! ([`WEIGHT_GRAD_GROUPS`]), then the groups in order. Smaller images are processed in
+//! *chunks* of consecutive images whose patch matrix fits [`COL_BUDGET`]: deep layers
+//! with few positions per image get many images per chunk, so every GEMM has a wide
+//! inner or outer dimension; an image too large for the budget is split into tiles of
+//! positions. Every split depends only on the shapes, never on the thread count, and
+//! matrixmultiply gives an output element the same operations whatever block it is
+//! in, so results are bitwise identical for any number of threads. A 1×1 convolution
+//! with unit stride and no padding reads the input in place. Patch matrices come from
+//! the storage pool, so they are neither zeroed nor page-faulted on every call.
 
 use crate::element::Element;
 use crate::error::{fmt_shape, Error, Result};
@@ -21,12 +27,27 @@ use crate::kernels::MatRef;
 use crate::layout::checked_numel;
 use crate::ops::matmul::gemm_parallel;
 use crate::parallel;
+use crate::storage::{self, Scratch};
 use crate::tensor::Tensor;
 
 /// Largest patch matrix (in elements) one chunk lowers at a time: 16 MiB in f32, so
 /// the deepest ResNet layers (K = 4608 rows, 16 positions per image) lower a batch of
 /// 32 in one chunk and multiply it in one GEMM.
 pub const COL_BUDGET: usize = 1 << 22;
+
+/// Images with at least this many output positions are lowered and multiplied one
+/// at a time (when one image's patch matrix fits [`COL_BUDGET`]): one image's patch
+/// matrix stays in cache between im2col and the GEMM's packing, the GEMM writes its
+/// output rows in place, and the batch splits across threads by images.
+pub const IMAGE_POSITIONS: usize = 256;
+
+/// The weight gradient of the one-image-at-a-time path sums the images in this many
+/// fixed groups of consecutive images (each its own partial product, summed in
+/// group order), so the sum is the same for any number of threads.
+pub const WEIGHT_GRAD_GROUPS: usize = 8;
+
+/// Multiply-adds below which a convolution runs on one thread.
+const PAR_CONV_WORK: usize = 1 << 22;
 
 /// The geometry of a 2-D convolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -200,6 +221,19 @@ impl Geometry {
     fn pointwise(&self) -> bool {
         self.kh == 1 && self.kw == 1 && self.spec.stride == (1, 1) && self.spec.padding == (0, 0)
     }
+    /// Whether images are lowered one at a time (see [`IMAGE_POSITIONS`]).
+    fn per_image(&self) -> bool {
+        self.p() >= IMAGE_POSITIONS && self.k() * self.p() <= COL_BUDGET
+    }
+    /// Multiply-adds of the convolution (and of each adjoint).
+    fn work(&self) -> usize {
+        self.n * self.out_image() * self.k()
+    }
+    /// Whether the one-image-at-a-time path splits the batch across threads (each
+    /// image's GEMM then runs on its thread), rather than each GEMM across them.
+    fn across_images(&self) -> bool {
+        self.n > 1 && parallel::threads() > 1 && self.work() >= PAR_CONV_WORK
+    }
     /// Images per chunk, and the positions per tile: all of a chunk's positions when
     /// whole images fit the budget, else a slice of one image.
     fn chunking(&self) -> (usize, usize) {
@@ -349,6 +383,29 @@ fn gather_positions<T: Element>(
     out
 }
 
+/// `c = a · b` on this thread when the caller already splits across threads, else
+/// split across them. Either way every element gets the same operations, so the
+/// result does not depend on the choice.
+fn gemm_on<T: Element>(across: bool, a: MatRef<'_, T>, b: MatRef<'_, T>, c: &mut [T]) {
+    if across {
+        T::gemm(a, b, c, b.cols);
+    } else {
+        gemm_parallel(a, b, c);
+    }
+}
+
+/// `m` `[rows, cols]` (row-major, stride `cols`) seen as its transpose `[cols, rows]`.
+fn transposed<T>(data: &[T], offset: usize, rows: usize, cols: usize) -> MatRef<'_, T> {
+    MatRef {
+        data,
+        offset,
+        rows: cols,
+        cols: rows,
+        row_stride: 1,
+        col_stride: cols as isize,
+    }
+}
+
 /// The chunks: (first image, images) pairs covering the batch.
 fn chunks(geo: &Geometry) -> Vec<(usize, usize)> {
     let (per, _) = geo.chunking();
@@ -380,9 +437,29 @@ impl<T: Element> Tensor<T> {
             wt.as_slice().expect("contiguous"),
         );
         let (per, _) = geo.chunking();
-        let mut out = vec![T::zero(); geo.n * geo.out_image()];
+        let mut out = storage::scratch(geo.n * geo.out_image(), T::zero());
         let (k, p, cog) = (geo.k(), geo.p(), geo.cout_g());
-        let work = geo.n * geo.out_image() * k;
+        let work = geo.work();
+        if geo.per_image() {
+            let across = geo.across_images();
+            parallel::for_each_chunk_if(&mut out, geo.out_image(), across, |start, region| {
+                let img = start / geo.out_image();
+                let xin = &xs[img * geo.in_image()..(img + 1) * geo.in_image()];
+                let mut col = (!geo.pointwise()).then(|| Scratch::new(k * p, T::zero()));
+                for g in 0..geo.groups() {
+                    let wg = mat(ws, g * cog * k, cog, k, k);
+                    let dst = &mut region[g * cog * p..(g + 1) * cog * p];
+                    match col.as_deref_mut() {
+                        None => gemm_on(across, wg, mat(xin, g * k * p, k, p, p), dst),
+                        Some(col) => {
+                            im2col(&geo, xin, g, 0, p, col);
+                            gemm_on(across, wg, mat(col, 0, k, p, p), dst);
+                        }
+                    }
+                }
+            });
+            return Ok(Tensor::from_contiguous(out, &geo.out_shape()));
+        }
         parallel::for_each_chunk_if(
             &mut out,
             per * geo.out_image(),
@@ -446,26 +523,44 @@ impl<T: Element> Tensor<T> {
         );
         let (per, _) = geo.chunking();
         let (k, p, cog) = (geo.k(), geo.p(), geo.cout_g());
-        let mut dx = vec![T::zero(); geo.n * geo.in_image()];
-        let work = geo.n * geo.out_image() * k;
+        let mut dx = storage::scratch(geo.n * geo.in_image(), T::zero());
+        // Wᵀ_g: [K, C_out/g] as a transposed view of the weight rows.
+        let wt = |g: usize| transposed(ws, g * cog * k, cog, k);
+        if geo.per_image() {
+            let across = geo.across_images();
+            parallel::for_each_chunk_if(&mut dx, geo.in_image(), across, |start, region| {
+                let img = start / geo.in_image();
+                let gin = &gs[img * geo.out_image()..(img + 1) * geo.out_image()];
+                let mut col = (!geo.pointwise()).then(|| Scratch::new(k * p, T::zero()));
+                if col.is_some() {
+                    region.fill(T::zero());
+                }
+                for g in 0..geo.groups() {
+                    let gout = mat(gin, g * cog * p, cog, p, p);
+                    match col.as_deref_mut() {
+                        None => {
+                            gemm_on(across, wt(g), gout, &mut region[g * k * p..(g + 1) * k * p])
+                        }
+                        Some(col) => {
+                            gemm_on(across, wt(g), gout, col);
+                            col2im(&geo, col, g, 0, p, region);
+                        }
+                    }
+                }
+            });
+            return Ok(Tensor::from_contiguous(dx, input_shape));
+        }
         parallel::for_each_chunk_if(
             &mut dx,
             per * geo.in_image(),
-            work >= 1 << 22,
+            geo.work() >= PAR_CONV_WORK,
             |start, region| {
+                region.fill(T::zero());
                 let img0 = start / geo.in_image();
                 let imgs = region.len() / geo.in_image();
                 let gin = &gs[img0 * geo.out_image()..(img0 + imgs) * geo.out_image()];
                 for g in 0..geo.groups() {
-                    // Wᵀ_g: [K, C_out/g] as a transposed view of the weight rows.
-                    let wt_g = MatRef {
-                        data: ws,
-                        offset: g * cog * k,
-                        rows: k,
-                        cols: cog,
-                        row_stride: 1,
-                        col_stride: k as isize,
-                    };
+                    let wt_g = wt(g);
                     for (q0, q1) in tiles(&geo, imgs) {
                         let cols = q1 - q0;
                         let gathered;
@@ -506,6 +601,12 @@ impl<T: Element> Tensor<T> {
             x.as_slice().expect("contiguous"),
         );
         let (k, cog) = (geo.k(), geo.cout_g());
+        if geo.per_image() {
+            return Ok(Tensor::from_contiguous(
+                weight_grad_per_image(&geo, gs, xs),
+                weight_shape,
+            ));
+        }
         let mut dw = vec![T::zero(); geo.cout * k];
         // Chunk by chunk, in order: each chunk's product is one (parallel) GEMM whose
         // inner dimension runs over the chunk's positions; the first is written in
@@ -520,15 +621,7 @@ impl<T: Element> Tensor<T> {
                     let gathered = gather_positions(&geo, gin, g * cog, cog, q0, q1);
                     let mut col = vec![T::zero(); k * cols];
                     im2col(&geo, xin, g, q0, q1, &mut col);
-                    // colᵀ: [cols, K] as a transposed view.
-                    let col_t = MatRef {
-                        data: &col[..],
-                        offset: 0,
-                        rows: cols,
-                        cols: k,
-                        row_stride: 1,
-                        col_stride: cols as isize,
-                    };
+                    let col_t = transposed(&col, 0, k, cols);
                     let a = mat(&gathered, 0, cog, cols, cols);
                     let dst = &mut dw[g * cog * k..(g + 1) * cog * k];
                     if std::mem::take(&mut first[g]) {
@@ -617,6 +710,55 @@ impl<T: Element> Tensor<T> {
         );
         Ok((idx, [geo.n, geo.cin, ho, wo]))
     }
+}
+
+/// The weight gradient one image at a time: Σ over images of gy_i · colᵢᵀ, the images
+/// summed in [`WEIGHT_GRAD_GROUPS`] fixed groups (in parallel), then the groups'
+/// partial sums in group order.
+fn weight_grad_per_image<T: Element>(geo: &Geometry, gs: &[T], xs: &[T]) -> Vec<T> {
+    let (k, p, cog) = (geo.k(), geo.p(), geo.cout_g());
+    let per = geo.n.div_ceil(WEIGHT_GRAD_GROUPS).max(1);
+    let parts = geo.n.div_ceil(per);
+    if parts == 0 {
+        return vec![T::zero(); geo.cout * k];
+    }
+    let work = if geo.work() >= PAR_CONV_WORK {
+        usize::MAX
+    } else {
+        0
+    };
+    let partials = parallel::map_collect(parts, work, |part| {
+        let mut acc = Scratch::new(geo.cout * k, T::zero());
+        let mut col = (!geo.pointwise()).then(|| Scratch::new(k * p, T::zero()));
+        let first = part * per;
+        for img in first..geo.n.min(first + per) {
+            let xin = &xs[img * geo.in_image()..(img + 1) * geo.in_image()];
+            let gin = &gs[img * geo.out_image()..(img + 1) * geo.out_image()];
+            let beta = if img == first { T::ZERO } else { T::ONE };
+            for g in 0..geo.groups() {
+                let gy = mat(gin, g * cog * p, cog, p, p);
+                let dst = &mut acc[g * cog * k..(g + 1) * cog * k];
+                match col.as_deref_mut() {
+                    None => {
+                        T::gemm_update(T::ONE, gy, transposed(xin, g * k * p, k, p), beta, dst, k)
+                    }
+                    Some(col) => {
+                        im2col(geo, xin, g, 0, p, col);
+                        T::gemm_update(T::ONE, gy, transposed(col, 0, k, p), beta, dst, k);
+                    }
+                }
+            }
+        }
+        acc
+    });
+    let mut dw = storage::scratch(geo.cout * k, T::zero());
+    dw.copy_from_slice(&partials[0]);
+    for part in &partials[1..] {
+        for (d, &v) in dw.iter_mut().zip(part.iter()) {
+            *d = *d + v;
+        }
+    }
+    dw
 }
 
 fn check_out(op: &'static str, geo: &Geometry, got: &[usize]) -> Result<()> {

@@ -358,6 +358,17 @@ impl<T: Element> Tensor<T> {
             .filter(|&a| a < lead || (shape[a - lead] == 1 && self.shape()[a] != 1))
             .map(|a| a as isize)
             .collect();
+        // A bias's gradient ([N, C, H, W] to [C, 1, 1]) reduces trailing axes and
+        // leading ones: the trailing run is summed first, in place (its elements are
+        // contiguous), so only the small partial sums are gathered across the rest.
+        let suffix = (0..nd)
+            .rev()
+            .take_while(|&a| axes.contains(&(a as isize)))
+            .count();
+        if self.is_contiguous() && suffix > 0 && suffix < axes.len() {
+            let (rest, tail) = axes.split_at(axes.len() - suffix);
+            return self.sum(tail, true)?.sum(rest, true)?.reshape(shape);
+        }
         self.sum(&axes, true)?.reshape(shape)
     }
 

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Times one workload in this engine (its criterion bench) and in the peers (the
+# scripts beside this one), pinned to the same two cores, one after the other, and
+# prints the medians at 1 and 2 threads with the ratios.
+#
+#   benches/peers/compare.sh convnet|resnet18|mlp [PYTHON]
+#
+# PYTHON is an interpreter with torch (and jax[cpu], for the workloads that have a
+# JAX script) installed, e.g. from `python3 -m venv /tmp/peer && /tmp/peer/bin/pip
+# install torch "jax[cpu]"`; default python3. The figures are of this machine only.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+workload=${1:?usage: benches/peers/compare.sh convnet|resnet18|mlp [PYTHON]}
+py=${2:-python3}
+case $workload in
+    convnet) bench=conv; group=convnet_3_64_64_b32_32x32_f32_adam; id=step
+             torch=torch_convnet_step.py; jax=jax_convnet_step.py ;;
+    resnet18) bench=conv; group=resnet18_train_step_f32; id=b32_32x32
+              torch=torch_resnet18_step.py; jax= ;;
+    mlp) bench=training_step; group=train_step_mlp_784_512_512_10_b128_f32_adam; id=step
+         torch=torch_mlp_step.py; jax=jax_mlp_step.py ;;
+    *) echo "unknown workload '$workload' (convnet, resnet18 or mlp)" >&2; exit 2 ;;
+esac
+taskset -c 0,1 cargo bench -q -p benches --bench "$bench" -- "$group" > /dev/null
+ours=()
+for t in 1 2; do
+    est="target/criterion/$group/${id}_${t}_threads/new/estimates.json"
+    ours+=("$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['median']['point_estimate'] / 1e6)" "$est")")
+done
+# The peers print "... N thread(s): median ... X ms ..."; keep X.
+figure() { sed -n 's/.*thread(s): median [^0-9]* \([0-9.]*\) ms.*/\1/p'; }
+mapfile -t torch_ms < <(taskset -c 0,1 "$py" "benches/peers/$torch" 1 2 | figure)
+jax_ms=("" "")
+if [ -n "$jax" ]; then
+    jax_ms[0]=$(taskset -c 0 "$py" "benches/peers/$jax" 1 2>/dev/null | figure)
+    jax_ms[1]=$(taskset -c 0,1 "$py" "benches/peers/$jax" 2 2>/dev/null | figure)
+fi
+"$py" - "$workload" "${ours[@]}" "${torch_ms[@]}" "${jax_ms[@]}" <<'PY'
+import sys
+w, o1, o2, t1, t2, j1, j2 = (sys.argv[1:] + [""] * 7)[:7]
+print(f"{w}: median step time in ms (this engine / PyTorch / JAX) and this engine's ratio to each")
+for threads, o, t, j in [(1, o1, t1, j1), (2, o2, t2, j2)]:
+    o, t = float(o), float(t)
+    line = f"  {threads} thread(s): {o:.2f} / {t:.2f}"
+    line += f" / {float(j):.2f}" if j else " / —"
+    line += f"   ×{o / t:.2f} PyTorch" + (f", ×{o / float(j):.2f} JAX" if j else "")
+    print(line)
+print(f"  2-thread speed-up: this engine {float(o1) / float(o2):.2f}, PyTorch {float(t1) / float(t2):.2f}")
+PY
