@@ -28,7 +28,7 @@ for t in 1 2; do
     ours+=("$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['median']['point_estimate'] / 1e6)" "$est")")
 done
 # The peers print "... N thread(s): median ... X ms ..."; keep X.
-figure() { sed -n 's/.*thread(s): median [^0-9]* \([0-9.]*\) ms.*/\1/p'; }
+figure() { sed -n 's/.*thread(s): .* \([0-9.]*\) ms over.*/\1/p'; }
 mapfile -t torch_ms < <(taskset -c 0,1 "$py" "benches/peers/$torch" 1 2 | figure)
 jax_ms=("" "")
 if [ -n "$jax" ]; then

@@ -176,11 +176,9 @@ proptest! {
             .enumerate()
             .map(|(i, &d)| if (keep >> i) & 1 == 1 { d } else { 1 })
             .collect();
-        let r = x.sum_to_shape(&target).unwrap();
-        prop_assert_eq!(r.shape(), &target[..]);
-        let mut want = vec![0.0; target.iter().product()];
-        let xs = x.to_vec();
-        for (flat, v) in xs.iter().enumerate() {
+        // The values of each output element's group, by a naive walk.
+        let mut groups = vec![Vec::new(); target.iter().product()];
+        for (flat, &v) in x.to_vec().iter().enumerate() {
             let (mut rem, mut at, mut stride) = (flat, 0, 1);
             for a in (0..dims.len()).rev() {
                 let i = rem % dims[a];
@@ -191,9 +189,40 @@ proptest! {
                     stride *= t;
                 }
             }
-            want[at] += v;
+            groups[at].push(v);
         }
-        assert_close(&r.to_vec(), &want, 1e-12, 1e-12, "sum_to_shape");
+        let sums: Vec<f64> = groups.iter().map(|g| g.iter().sum()).collect();
+        let r = x.sum_to_shape(&target).unwrap();
+        prop_assert_eq!(r.shape(), &target[..]);
+        assert_close(&r.to_vec(), &sums, 1e-12, 1e-12, "sum_to_shape");
+        // The same axes through sum, mean and var, with and without keepdim.
+        let axes: Vec<isize> = (0..dims.len())
+            .filter(|&a| a < lead || target[a - lead] == 1)
+            .map(|a| a as isize)
+            .collect();
+        if axes.is_empty() {
+            return Ok(());
+        }
+        let n = groups[0].len();
+        let means: Vec<f64> = sums.iter().map(|s| s / n as f64).collect();
+        let vars: Vec<f64> = groups
+            .iter()
+            .zip(&means)
+            .map(|(g, m)| g.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n as f64 - 1.0))
+            .collect();
+        for keepdim in [true, false] {
+            let sum = x.sum(&axes, keepdim).unwrap();
+            prop_assert_eq!(sum.numel(), sums.len());
+            assert_close(&sum.to_vec(), &sums, 1e-12, 1e-12, "sum");
+            let mean = x.mean(&axes, keepdim).unwrap();
+            prop_assert_eq!(mean.shape(), sum.shape());
+            assert_close(&mean.to_vec(), &means, 1e-12, 1e-12, "mean");
+            if n > 1 {
+                let var = x.var(&axes, 1, keepdim).unwrap();
+                prop_assert_eq!(var.shape(), sum.shape());
+                assert_close(&var.to_vec(), &vars, 1e-12, 1e-12, "var");
+            }
+        }
     }
 }
 

@@ -203,7 +203,60 @@ impl<T: Element> Tensor<T> {
 
     /// Sum over `axes` (an empty sum is 0).
     pub fn sum(&self, axes: &[isize], keepdim: bool) -> Result<Tensor<T>> {
+        if let Some((rest, tail)) = self.trailing_split("sum", axes)? {
+            let kept = self.sum(&tail, true)?.sum(&rest, true)?;
+            return self.squeeze_reduced(kept, &rest, &tail, keepdim);
+        }
         self.reduce_rows("sum", axes, keepdim, true, sum_slice)
+    }
+
+    /// For a contiguous tensor reduced over some trailing axes and some others (a
+    /// per-channel statistic of `[N, C, H, W]` over axes 0, 2, 3): the other axes and
+    /// the trailing run. Reducing the trailing run first needs no copy (its elements
+    /// are contiguous), so only the small partial results are gathered for the rest;
+    /// a single reduction would first copy the whole tensor into the reduced order.
+    fn trailing_split(
+        &self,
+        op: &'static str,
+        axes: &[isize],
+    ) -> Result<Option<(Vec<isize>, Vec<isize>)>> {
+        let nd = self.ndim();
+        let mut ax = normalize_axes(op, axes, nd)?;
+        ax.sort_unstable();
+        let suffix = (0..nd).rev().take_while(|a| ax.contains(a)).count();
+        if !self.is_contiguous() || suffix == 0 || suffix == ax.len() {
+            return Ok(None);
+        }
+        let (rest, tail) = ax.split_at(ax.len() - suffix);
+        let as_isize = |v: &[usize]| v.iter().map(|&a| a as isize).collect();
+        Ok(Some((as_isize(rest), as_isize(tail))))
+    }
+
+    /// `kept` (this tensor reduced over `rest` and `tail` with the axes kept), with
+    /// the reduced axes dropped unless `keepdim`.
+    fn squeeze_reduced(
+        &self,
+        kept: Tensor<T>,
+        rest: &[isize],
+        tail: &[isize],
+        keepdim: bool,
+    ) -> Result<Tensor<T>> {
+        if keepdim {
+            return Ok(kept);
+        }
+        let shape: Vec<usize> = (0..self.ndim())
+            .filter(|&a| !rest.contains(&(a as isize)) && !tail.contains(&(a as isize)))
+            .map(|a| self.shape()[a])
+            .collect();
+        kept.reshape(&shape)
+    }
+
+    /// Elements reduced over `rest` and `tail` together.
+    fn reduced_count(&self, rest: &[isize], tail: &[isize]) -> usize {
+        rest.iter()
+            .chain(tail)
+            .map(|&a| self.shape()[a as usize])
+            .product()
     }
 
     /// Sum of all elements, as a rank-0 tensor.
@@ -214,6 +267,16 @@ impl<T: Element> Tensor<T> {
 
     /// Mean over `axes`.
     pub fn mean(&self, axes: &[isize], keepdim: bool) -> Result<Tensor<T>> {
+        if let Some((rest, tail)) = self.trailing_split("mean", axes)? {
+            let n = self.reduced_count(&rest, &tail);
+            if n == 0 {
+                // The mean of nothing is an error, which reduce_rows gives.
+                return self.reduce_rows("mean", axes, keepdim, false, sum_slice);
+            }
+            let kept = self.sum(&tail, true)?.sum(&rest, true)?;
+            let kept = kept.map(|v| v / T::from_usize(n));
+            return self.squeeze_reduced(kept, &rest, &tail, keepdim);
+        }
         self.reduce_rows("mean", axes, keepdim, false, |r| {
             sum_slice(r) / T::from_usize(r.len())
         })
@@ -278,6 +341,17 @@ impl<T: Element> Tensor<T> {
             ));
         }
         let denom = T::from_usize(n - correction);
+        if let Some((rest, tail)) = self.trailing_split("var", axes)? {
+            // Two passes, as below: the mean, then the centred squares, each summed
+            // trailing run first.
+            let mut all = rest.clone();
+            all.extend(&tail);
+            let mean = self.mean(&all, true)?;
+            let dev = self.sub(&mean)?.square();
+            let kept = dev.sum(&tail, true)?.sum(&rest, true)?;
+            let kept = kept.map(|v| v / denom);
+            return self.squeeze_reduced(kept, &rest, &tail, keepdim);
+        }
         self.reduce_rows("var", axes, keepdim, false, |r| {
             let mean = sum_slice(r) / T::from_usize(r.len());
             let dev: Vec<T> = r.iter().map(|&v| (v - mean) * (v - mean)).collect();
@@ -358,17 +432,6 @@ impl<T: Element> Tensor<T> {
             .filter(|&a| a < lead || (shape[a - lead] == 1 && self.shape()[a] != 1))
             .map(|a| a as isize)
             .collect();
-        // A bias's gradient ([N, C, H, W] to [C, 1, 1]) reduces trailing axes and
-        // leading ones: the trailing run is summed first, in place (its elements are
-        // contiguous), so only the small partial sums are gathered across the rest.
-        let suffix = (0..nd)
-            .rev()
-            .take_while(|&a| axes.contains(&(a as isize)))
-            .count();
-        if self.is_contiguous() && suffix > 0 && suffix < axes.len() {
-            let (rest, tail) = axes.split_at(axes.len() - suffix);
-            return self.sum(tail, true)?.sum(rest, true)?.reshape(shape);
-        }
         self.sum(&axes, true)?.reshape(shape)
     }
 
