@@ -164,7 +164,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: false,
             options: lift::tabular::OPTIONS,
             reads_data: true,
-            shards: false,
+            shards: true,
             run: lift::tabular::run,
         },
         Experiment {

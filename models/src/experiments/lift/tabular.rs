@@ -32,6 +32,7 @@ use crate::cli::RunConfig;
 use crate::data::gaussian::Gaussian;
 use crate::data::tabular::{load_hepmass, StandIn, TabularSplits};
 use crate::report::{mean_std, progress::Progress, Metrics, Table};
+use crate::sweep::{CellValue, Fields};
 use autograd::{grad, no_grad, Var};
 use optim::lift::LiftConfig;
 use optim::{Adam, AdamConfig};
@@ -143,6 +144,33 @@ struct TabularResult {
     params: usize,
     skipped: usize,
     secs: f64,
+}
+
+impl CellValue for TabularResult {
+    fn to_fields(&self) -> Fields {
+        Fields::new(vec![
+            ("validation".into(), self.validation),
+            ("test".into(), self.test),
+            ("params".into(), self.params as f64),
+            ("skipped".into(), self.skipped as f64),
+            ("secs".into(), self.secs),
+        ])
+    }
+
+    /// Counts read from a placeholder are 0.
+    fn from_fields(f: &Fields) -> Result<Self> {
+        let count = |name: &str| -> Result<usize> {
+            let v = f.get(name)?;
+            Ok(if v.is_finite() { v as usize } else { 0 })
+        };
+        Ok(TabularResult {
+            validation: f.get("validation")?,
+            test: f.get("test")?,
+            params: count("params")?,
+            skipped: count("skipped")?,
+            secs: f.get("secs")?,
+        })
+    }
 }
 
 impl TabularRun<'_> {
@@ -306,17 +334,20 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     for strategy in chosen {
         let (mut val, mut test, mut secs, mut params, mut skipped) = (vec![], vec![], vec![], 0, 0);
         for &seed in &seeds {
-            let out = TabularRun {
-                data: &data,
-                strategy,
-                width,
-                layers,
-                batch,
-                iterations,
-                seed,
-                quiet: cfg.quiet,
-            }
-            .train(&mut metrics)?;
+            let key = format!("{}/seed{seed}", strategy.name());
+            let out = cfg.cell(&key, &mut metrics, |metrics| {
+                TabularRun {
+                    data: &data,
+                    strategy,
+                    width,
+                    layers,
+                    batch,
+                    iterations,
+                    seed,
+                    quiet: cfg.quiet,
+                }
+                .train(metrics)
+            })?;
             val.push(out.validation + jacobian);
             test.push(out.test + jacobian);
             secs.push(out.secs);
