@@ -102,7 +102,13 @@ fn along<T: Element>(
     if complex_in {
         perm.push(nd as isize - 1);
     }
-    let x = t.permute(&perm)?.contiguous();
+    // The transformed axis is usually the last (before the pair) already.
+    let identity = perm.iter().enumerate().all(|(i, &p)| p == i as isize);
+    let x = if identity {
+        t.contiguous()
+    } else {
+        t.permute(&perm)?.contiguous()
+    };
     let data = x.as_slice().expect("contiguous");
     let n = t.shape()[axis];
     let width = if complex_in { 2 * n } else { n };
@@ -116,8 +122,11 @@ fn along<T: Element>(
         parallel::for_each_chunk_sized(&mut out, rows_per_chunk * 2 * out_len, |start, chunk| {
             crate::kernels::simd_scope(|| {
                 let r0 = start / (2 * out_len);
-                let (mut re, mut im) = (vec![T::zero(); n], vec![T::zero(); n]);
-                let (mut ore, mut oim) = (vec![T::zero(); out_len], vec![T::zero(); out_len]);
+                // One allocation for the row's input and output parts.
+                let mut buf = vec![T::zero(); 2 * (n + out_len)];
+                let (re, rest) = buf.split_at_mut(n);
+                let (im, rest) = rest.split_at_mut(n);
+                let (ore, oim) = rest.split_at_mut(out_len);
                 let mut scratch = p.scratch();
                 for (i, o) in chunk.chunks_mut(2 * out_len).enumerate() {
                     let src = &data[(r0 + i) * width..(r0 + i + 1) * width];
@@ -129,7 +138,7 @@ fn along<T: Element>(
                     } else {
                         re.copy_from_slice(src);
                     }
-                    row(&re, &im, &mut ore, &mut oim, &p, &mut scratch);
+                    row(re, im, ore, oim, &p, &mut scratch);
                     for (k, pair) in o.chunks_exact_mut(2).enumerate() {
                         pair[0] = ore[k];
                         pair[1] = oim[k];
@@ -139,6 +148,9 @@ fn along<T: Element>(
         });
     }
     let y = Tensor::from_vec(out, &shape)?;
+    if identity {
+        return Ok(y);
+    }
     // Undo the permutation (the output is complex, with the pair last).
     let mut full = perm.clone();
     if !complex_in {
@@ -170,6 +182,9 @@ fn transform<T: Element>(
         *o = if inverse { -v } else { v };
     }
     p.forward(ore, oim, sc);
+    if scale == 1.0 && !inverse {
+        return;
+    }
     let s = T::from_f64(scale);
     let si = if inverse { -s } else { s };
     for (r, i) in ore.iter_mut().zip(oim.iter_mut()) {

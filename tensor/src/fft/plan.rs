@@ -55,8 +55,8 @@ pub(crate) struct Plan<T> {
 
 /// Reusable buffers for transforms of one length.
 pub(crate) struct Scratch<T> {
-    r: Vec<T>,
-    i: Vec<T>,
+    /// The real parts, then the imaginary parts (one allocation).
+    ri: Vec<T>,
     bluestein: Option<Box<BluesteinScratch<T>>>,
 }
 
@@ -186,8 +186,8 @@ impl<T: Element> Plan<T> {
             Algorithm::Stockham(_) => None,
         };
         Scratch {
-            r: vec![T::zero(); self.n],
-            i: vec![T::zero(); self.n],
+            // Stockham's ping-pong buffers; Bluestein keeps its own.
+            ri: vec![T::zero(); if bluestein.is_some() { 0 } else { 2 * self.n }],
             bluestein,
         }
     }
@@ -197,7 +197,8 @@ impl<T: Element> Plan<T> {
         debug_assert!(re.len() == self.n && im.len() == self.n);
         match &self.algorithm {
             Algorithm::Stockham(stages) => {
-                stockham(stages, &self.tw, re, im, &mut scratch.r, &mut scratch.i)
+                let (r, i) = scratch.ri.split_at_mut(self.n);
+                stockham(stages, &self.tw, re, im, r, i)
             }
             Algorithm::Bluestein {
                 m,
