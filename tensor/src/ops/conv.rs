@@ -394,7 +394,8 @@ fn gemm_on<T: Element>(across: bool, a: MatRef<'_, T>, b: MatRef<'_, T>, c: &mut
     }
 }
 
-/// `m` `[rows, cols]` (row-major, stride `cols`) seen as its transpose `[cols, rows]`.
+/// The row-major `[rows, cols]` matrix at `offset` of `data`, seen as its transpose
+/// `[cols, rows]` (no copy).
 fn transposed<T>(data: &[T], offset: usize, rows: usize, cols: usize) -> MatRef<'_, T> {
     MatRef {
         data,
