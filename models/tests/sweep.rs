@@ -161,6 +161,25 @@ fn llqr_sam_shards_merge_to_the_whole_run() {
     );
 }
 
+/// The closed-form head's cells (method × classes × seed) on a Gaussian mixture.
+#[test]
+fn closed_form_classes_shards_merge_to_the_whole_run() {
+    shards_merge_to_the_whole_run(
+        "closed-form-classes",
+        &[
+            "--quick",
+            "--classes",
+            "3,5",
+            "--steps",
+            "5",
+            "--seeds",
+            "2",
+            "--dim",
+            "4",
+        ],
+    );
+}
+
 #[test]
 fn experiments_that_do_not_shard_say_so() {
     let e = registry()

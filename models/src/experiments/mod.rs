@@ -92,7 +92,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: false,
             options: closed_form::classes::OPTIONS,
             reads_data: false,
-            shards: false,
+            shards: true,
             run: closed_form::classes::run,
         },
         Experiment {

@@ -8,6 +8,7 @@ use super::{run_arm, Method, Settings};
 use crate::cli::RunConfig;
 use crate::data::mixture::{gaussian_mixture, Mixture};
 use crate::report::{mean_std, Metrics, Table};
+use crate::sweep::field;
 use tensor::{Error, Result, Tensor};
 
 /// Options of this experiment.
@@ -101,31 +102,35 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         for (row, &m) in rows.iter_mut().zip(&methods) {
             let mut accs = Vec::new();
             for &seed in &seeds {
-                let mut own = Metrics::default();
-                let ((acc, _), tensors) = run_arm(
-                    m,
-                    &train,
-                    &one_hot,
-                    Some(labels),
-                    &test.x,
-                    &evaluate,
-                    batch.min(train.len()),
-                    seed,
-                    &s,
-                    &mut own,
-                )?;
-                for mut r in own.rows {
-                    r.series = format!("k{k}/{}", r.series);
-                    metrics.rows.push(r);
-                }
-                if seed == seeds[0] && k == counts[0] {
-                    model.extend(
-                        tensors
-                            .into_iter()
-                            .map(|(n, t)| (format!("{}.{n}", m.tag()), t)),
-                    );
-                }
-                accs.push(acc);
+                let key = format!("{}/k{k}/seed{seed}", m.tag());
+                let r = cfg.cell(&key, &mut metrics, |metrics| {
+                    let mut own = Metrics::default();
+                    let ((acc, _), tensors) = run_arm(
+                        m,
+                        &train,
+                        &one_hot,
+                        Some(labels),
+                        &test.x,
+                        &evaluate,
+                        batch.min(train.len()),
+                        seed,
+                        &s,
+                        &mut own,
+                    )?;
+                    for mut r in own.rows {
+                        r.series = format!("k{k}/{}", r.series);
+                        metrics.rows.push(r);
+                    }
+                    if seed == seeds[0] && k == counts[0] {
+                        model.extend(
+                            tensors
+                                .into_iter()
+                                .map(|(n, t)| (format!("{}.{n}", m.tag()), t)),
+                        );
+                    }
+                    Ok(vec![("accuracy".to_string(), acc)])
+                })?;
+                accs.push(field(&r, "accuracy")?);
             }
             row.push(mean_std(&accs, 2));
         }
