@@ -216,27 +216,17 @@ pub fn run_experiment(e: &Experiment, cfg: &RunConfig) -> Result<Vec<Table>> {
         return crate::audit::traced(path, cfg.trace_values_step, || run_experiment(e, &inner));
     }
     if let (Some(dir), false) = (&cfg.data, e.reads_data) {
-        let readers: Vec<&str> = registry()
-            .iter()
-            .filter(|e| e.reads_data)
-            .map(|e| e.name)
-            .collect();
         return Err(tensor::Error::value(
             "models",
             format!(
                 "{} reads no data, so --data {} would be ignored (the experiments that read --data: {})",
                 e.name,
                 dir.display(),
-                readers.join(", ")
+                names_where(|e| e.reads_data)
             ),
         ));
     }
     if let (Some(shard), false) = (cfg.shard, e.shards) {
-        let sharding: Vec<&str> = registry()
-            .iter()
-            .filter(|e| e.shards)
-            .map(|e| e.name)
-            .collect();
         return Err(tensor::Error::value(
             "models",
             format!(
@@ -244,7 +234,7 @@ pub fn run_experiment(e: &Experiment, cfg: &RunConfig) -> Result<Vec<Table>> {
                 e.name,
                 shard.index,
                 shard.count,
-                sharding.join(", ")
+                names_where(|e| e.shards)
             ),
         ));
     }
@@ -261,6 +251,17 @@ pub fn run_experiment(e: &Experiment, cfg: &RunConfig) -> Result<Vec<Table>> {
         }
     }
     out
+}
+
+/// The names of the registered experiments for which `has` holds, for the errors
+/// that point a user to them.
+fn names_where(has: impl Fn(&Experiment) -> bool) -> String {
+    let names: Vec<&str> = registry()
+        .iter()
+        .filter(|e| has(e))
+        .map(|e| e.name)
+        .collect();
+    names.join(", ")
 }
 
 /// After a sharded run: writes the shard's cells to `cells.txt` and returns no
