@@ -146,7 +146,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: lift::flow2d::OPTIONS,
             reads_data: false,
-            shards: false,
+            shards: true,
             run: lift::flow2d::run,
         },
         Experiment {

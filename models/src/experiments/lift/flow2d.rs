@@ -20,6 +20,7 @@ use crate::cli::RunConfig;
 use crate::data::gaussian::Gaussian;
 use crate::data::toy::Target2d;
 use crate::report::{mean_std, progress::Progress, svg, Metrics, Table};
+use crate::sweep::{CellValue, Fields};
 use autograd::{grad, no_grad, Var};
 use nn::checkpoint::NamedTensors;
 use optim::lift::{CrossCov, LiftConfig, LiftVariant};
@@ -175,6 +176,93 @@ pub struct FlowResult {
     pub probes: Vec<(usize, Option<CrossCov>)>,
     /// The trained model's tensors.
     pub tensors: NamedTensors,
+}
+
+/// What the tables need of one [`FlowResult`]: one cell of the sweep.
+struct FlowCell {
+    nll: f64,
+    params: usize,
+    secs: f64,
+    skipped: usize,
+    probes: Vec<(usize, Option<CrossCov>)>,
+}
+
+impl From<FlowResult> for FlowCell {
+    fn from(r: FlowResult) -> Self {
+        FlowCell {
+            nll: r.nll,
+            params: r.params,
+            secs: r.secs,
+            skipped: r.skipped,
+            probes: r.probes,
+        }
+    }
+}
+
+impl CellValue for FlowCell {
+    /// The σ²_Jac snapshots as `probe<i>_iteration`, and the reading's numbers
+    /// (`probe<i>_trace`, …) when there is one.
+    fn to_fields(&self) -> Fields {
+        let mut f = vec![
+            ("nll".to_string(), self.nll),
+            ("params".to_string(), self.params as f64),
+            ("secs".to_string(), self.secs),
+            ("skipped".to_string(), self.skipped as f64),
+            ("probe_count".to_string(), self.probes.len() as f64),
+        ];
+        for (i, (it, reading)) in self.probes.iter().enumerate() {
+            f.push((format!("probe{i}_iteration"), *it as f64));
+            if let Some(c) = reading {
+                f.extend(
+                    [
+                        ("trace", c.trace),
+                        ("frobenius", c.frobenius),
+                        ("asymmetry", c.asymmetry),
+                        ("p_value", c.p_value),
+                        ("relative_iterate_variance", c.relative_iterate_variance),
+                        ("probes", c.probes as f64),
+                        ("dim", c.dim as f64),
+                    ]
+                    .map(|(k, v)| (format!("probe{i}_{k}"), v)),
+                );
+            }
+        }
+        Fields::new(f)
+    }
+
+    /// Counts read from a placeholder are 0, and it has no snapshots.
+    fn from_fields(f: &Fields) -> Result<Self> {
+        let count = |name: &str| -> Result<usize> {
+            let v = f.get(name)?;
+            Ok(if v.is_finite() { v as usize } else { 0 })
+        };
+        let has = |name: &str| f.pairs().iter().any(|(k, _)| k == name);
+        let mut probes = Vec::new();
+        for i in 0..count("probe_count")? {
+            let at = |k: &str| f.get(&format!("probe{i}_{k}"));
+            let reading = if has(&format!("probe{i}_trace")) {
+                Some(CrossCov {
+                    trace: at("trace")?,
+                    frobenius: at("frobenius")?,
+                    asymmetry: at("asymmetry")?,
+                    p_value: at("p_value")?,
+                    relative_iterate_variance: at("relative_iterate_variance")?,
+                    probes: at("probes")? as usize,
+                    dim: at("dim")? as usize,
+                })
+            } else {
+                None
+            };
+            probes.push((count(&format!("probe{i}_iteration"))?, reading));
+        }
+        Ok(FlowCell {
+            nll: f.get("nll")?,
+            params: count("params")?,
+            secs: f.get("secs")?,
+            skipped: count("skipped")?,
+            probes,
+        })
+    }
 }
 
 impl FlowRun {
@@ -401,13 +489,17 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                 if seed == seeds[0] && strategy != Strategy::SoftplusWide {
                     r.probe_every = probe_every;
                 }
-                let out = r.train(&mut metrics)?;
-                if seed == seeds[0] {
-                    model.extend(
-                        out.tensors.into_iter().map(|(k, v)| {
+                let key = format!("{}/{}/seed{seed}", target.name(), r.cell());
+                let out = cfg.cell(&key, &mut metrics, |metrics| {
+                    let mut out = r.train(metrics)?;
+                    if seed == seeds[0] {
+                        model.extend(std::mem::take(&mut out.tensors).into_iter().map(|(k, v)| {
                             (format!("{}.{}.{k}", target.name(), strategy.name()), v)
-                        }),
-                    );
+                        }));
+                    }
+                    Ok(FlowCell::from(out))
+                })?;
+                if seed == seeds[0] {
                     if probe_every > 0 && strategy != Strategy::SoftplusWide {
                         sigma.row(vec![label.clone(), r.cell(), snapshots(&out.probes)]);
                     }
@@ -456,7 +548,8 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                 let mut r = base(target, Strategy::Lift, seeds[0]);
                 r.lift.variant = variant;
                 r.probe_every = probe_every;
-                let out = r.train(&mut metrics)?;
+                let key = format!("{}/{}/seed{}", target.name(), r.cell(), seeds[0]);
+                let out = cfg.cell(&key, &mut metrics, |m| Ok(FlowCell::from(r.train(m)?)))?;
                 sigma.row(vec![label.clone(), r.cell(), snapshots(&out.probes)]);
             }
         }
@@ -465,7 +558,9 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             for &seed in &seeds {
                 let mut r = base(target, Strategy::Lift, seed);
                 r.lift.slack_init = b;
-                nlls.push(r.train(&mut metrics)?.nll);
+                let key = format!("{}/lift-slack{b}/seed{seed}", target.name());
+                let out = cfg.cell(&key, &mut metrics, |m| Ok(FlowCell::from(r.train(m)?)))?;
+                nlls.push(out.nll);
             }
             sweep_table.row(vec![
                 label.clone(),
