@@ -499,10 +499,8 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                     }
                     Ok(FlowCell::from(out))
                 })?;
-                if seed == seeds[0] {
-                    if probe_every > 0 && strategy != Strategy::SoftplusWide {
-                        sigma.row(vec![label.clone(), r.cell(), snapshots(&out.probes)]);
-                    }
+                if seed == seeds[0] && probe_every > 0 && strategy != Strategy::SoftplusWide {
+                    sigma.row(vec![label.clone(), r.cell(), snapshots(&out.probes)]);
                 }
                 nlls.push(out.nll);
                 secs.push(out.secs);
