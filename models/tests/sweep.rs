@@ -209,6 +209,30 @@ fn lift_flow_2d_shards_merge_to_the_whole_run() {
     );
 }
 
+/// The latent EBM: every shard trains the same autoencoder, and the strategy × seed
+/// cells run on its codes.
+#[test]
+fn lift_ebm_latent_shards_merge_to_the_whole_run() {
+    shards_merge_to_the_whole_run(
+        "lift-ebm-latent",
+        &[
+            "--quick",
+            "--ae-epochs",
+            "1",
+            "--iterations",
+            "4",
+            "--width",
+            "8",
+            "--seeds",
+            "2",
+            "--images",
+            "300",
+            "--proposals",
+            "64",
+        ],
+    );
+}
+
 #[test]
 fn experiments_that_do_not_shard_say_so() {
     let e = registry()

@@ -155,7 +155,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: false,
             options: lift::latent::OPTIONS,
             reads_data: false,
-            shards: false,
+            shards: true,
             run: lift::latent::run,
         },
         Experiment {

@@ -25,6 +25,7 @@ use crate::cli::RunConfig;
 use crate::data::builtin;
 use crate::data::gaussian::Gaussian;
 use crate::report::{mean_std, progress::Progress, Metrics, Table};
+use crate::sweep::field;
 use autograd::{backward, no_grad, Var};
 use nn::{Conv2d, Linear, Module, ParamGrads, ParamStore};
 use optim::lift::LiftConfig;
@@ -296,56 +297,68 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     for strategy in [Strategy::Pgd, Strategy::Softplus, Strategy::Lift] {
         let (mut nlls, mut ses, mut secs, mut size, mut skipped) = (vec![], vec![], vec![], 0, 0);
         for &seed in &seeds {
-            let mut rng = Rng::new(seed);
-            let mut m = Model::new(
-                strategy,
-                Convention::Ebm,
-                icnn_config(LATENT, width, 3, 0.02),
-                &lift,
-                1e-3,
-                &[],
-                &mut rng,
-            )?;
             let series = format!("{}/seed{seed}", strategy.name());
-            let mut progress = Progress::new(&series, iterations, cfg.quiet);
-            let mut data_rng = Rng::new(seed ^ 0x1a7e);
-            let n = z_train.shape()[0];
-            for it in 1..=iterations {
-                let idx: Vec<usize> = (0..256)
-                    .map(|_| data_rng.below(n as u64).map(|i| i as usize))
-                    .collect::<Result<_>>()?;
-                let batch = z_train.index_select(0, &idx)?;
-                let (xs, lq) = gauss.sample(proposals, &mut data_rng)?;
-                let loss = |m: &Model, w: &[Var<f64>], b: &Tensor<f64>| -> Result<Var<f64>> {
-                    m.net
-                        .forward_with(&Var::constant(b.clone()), w)?
-                        .mean_all()?
-                        .add(&log_partition(m, w, &xs, &lq)?)
-                };
-                let l = m.step(&batch, 1.0, &loss)?;
-                if !l.is_finite() {
-                    skipped += 1;
+            let r = cfg.cell(&series, &mut metrics, |metrics| {
+                let mut skipped = 0usize;
+                let mut rng = Rng::new(seed);
+                let mut m = Model::new(
+                    strategy,
+                    Convention::Ebm,
+                    icnn_config(LATENT, width, 3, 0.02),
+                    &lift,
+                    1e-3,
+                    &[],
+                    &mut rng,
+                )?;
+                let mut progress = Progress::new(&series, iterations, cfg.quiet);
+                let mut data_rng = Rng::new(seed ^ 0x1a7e);
+                let n = z_train.shape()[0];
+                for it in 1..=iterations {
+                    let idx: Vec<usize> = (0..256)
+                        .map(|_| data_rng.below(n as u64).map(|i| i as usize))
+                        .collect::<Result<_>>()?;
+                    let batch = z_train.index_select(0, &idx)?;
+                    let (xs, lq) = gauss.sample(proposals, &mut data_rng)?;
+                    let loss = |m: &Model, w: &[Var<f64>], b: &Tensor<f64>| -> Result<Var<f64>> {
+                        m.net
+                            .forward_with(&Var::constant(b.clone()), w)?
+                            .mean_all()?
+                            .add(&log_partition(m, w, &xs, &lq)?)
+                    };
+                    let l = m.step(&batch, 1.0, &loss)?;
+                    if !l.is_finite() {
+                        skipped += 1;
+                    }
+                    progress.update(it, it, l);
+                    if it % (iterations / 20).max(1) == 0 {
+                        metrics.push(&series, it, "train_nll", l);
+                    }
                 }
-                progress.update(it, it, l);
-                if it % (iterations / 20).max(1) == 0 {
-                    metrics.push(&series, it, "train_nll", l);
-                }
-            }
-            let pin = z_train.index_select(0, &(0..256).collect::<Vec<_>>())?;
-            let w: Vec<Var<f64>> = no_grad(|| m.positivity.weights(&pin))?
-                .iter()
-                .map(|v| v.detach())
-                .collect();
-            let (log_z, se) =
-                evaluate_log_z(&m, &w, &gauss, 8192, 8, &mut Rng::new(seed ^ 0xe7a1))?;
-            let mean_f = no_grad(|| m.net.forward_with(&Var::constant(z_test.clone()), &w))?
-                .value()
-                .mean_all()?
-                .item()?;
-            nlls.push(mean_f + log_z + jacobian);
-            ses.push(se);
-            secs.push(progress.elapsed());
-            size = m.size();
+                let pin = z_train.index_select(0, &(0..256).collect::<Vec<_>>())?;
+                let w: Vec<Var<f64>> = no_grad(|| m.positivity.weights(&pin))?
+                    .iter()
+                    .map(|v| v.detach())
+                    .collect();
+                let (log_z, se) =
+                    evaluate_log_z(&m, &w, &gauss, 8192, 8, &mut Rng::new(seed ^ 0xe7a1))?;
+                let mean_f = no_grad(|| m.net.forward_with(&Var::constant(z_test.clone()), &w))?
+                    .value()
+                    .mean_all()?
+                    .item()?;
+                Ok(vec![
+                    ("nll".to_string(), mean_f + log_z + jacobian),
+                    ("se".to_string(), se),
+                    ("seconds".to_string(), progress.elapsed()),
+                    ("size".to_string(), m.size() as f64),
+                    ("skipped".to_string(), skipped as f64),
+                ])
+            })?;
+            nlls.push(field(&r, "nll")?);
+            ses.push(field(&r, "se")?);
+            secs.push(field(&r, "seconds")?);
+            let count = |v: f64| if v.is_finite() { v as usize } else { 0 };
+            size = count(field(&r, "size")?);
+            skipped += count(field(&r, "skipped")?);
         }
         let gaps: Vec<f64> = nlls.iter().map(|v| v - gauss_nll).collect();
         table.row(vec![
