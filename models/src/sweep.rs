@@ -620,5 +620,14 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("not a cells file"));
+        // No folders, or a folder without cells.txt (a whole run's, or a merge's).
+        assert!(gather(&[]).unwrap_err().to_string().contains("usage"));
+        let dir = std::env::temp_dir().join(format!("sweep-no-cells-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(ShardFile::read(&dir)
+            .unwrap_err()
+            .to_string()
+            .contains("cells.txt"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
