@@ -354,23 +354,18 @@ impl ShardFile {
                 .ok_or_else(|| bad(line, &format!("'{t}' is not 16 hex digits")))
         };
         let mut lines = text.lines().enumerate();
+        if lines.next().map(|(_, l)| l) != Some(MAGIC) {
+            return Err(bad(0, "not a cells file (no 'models cells v1' line)"));
+        }
         let mut header = |name: &str| -> Result<String> {
             let (i, l) = lines
                 .next()
                 .ok_or_else(|| bad(0, &format!("ends before its '{name}' line")))?;
-            if name == MAGIC {
-                return if l == MAGIC {
-                    Ok(String::new())
-                } else {
-                    Err(bad(i, "not a cells file (no 'models cells v1' line)"))
-                };
-            }
             l.strip_prefix(&format!("{name}\t"))
                 .or_else(|| (l == name).then_some(""))
                 .map(str::to_string)
                 .ok_or_else(|| bad(i, &format!("expected the '{name}' line")))
         };
-        header(MAGIC)?;
         let experiment = header("experiment")?;
         let options_line = header("options")?;
         let shard = Shard::parse(&header("shard")?)
