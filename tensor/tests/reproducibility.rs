@@ -117,3 +117,29 @@ fn convolutions_are_thread_count_invariant() {
         });
     }
 }
+
+#[test]
+fn factorizations_are_thread_count_invariant() {
+    // Sizes above the parallel thresholds: the Cholesky trailing GEMMs, QR's
+    // compact-WY products (tall and wide), eigh's rotation panels and its
+    // back-transformation.
+    let mut rng = Rng::new(7);
+    let m = Tensor::<f64>::rand_normal(&[400, 400], 0.0, 1.0, &mut rng).unwrap();
+    let spd = m
+        .matmul(&m.t().unwrap())
+        .unwrap()
+        .add(&Tensor::eye(400).unwrap())
+        .unwrap();
+    check("cholesky", || bits64(&spd.cholesky().unwrap()));
+    check("eigh", || {
+        let (values, vectors) = spd.eigh().unwrap();
+        (bits64(&values), bits64(&vectors))
+    });
+    let tall = Tensor::<f64>::rand_normal(&[600, 400], 0.0, 1.0, &mut rng).unwrap();
+    for a in [tall.clone(), tall.t().unwrap()] {
+        check("qr", || {
+            let (q, r) = a.qr().unwrap();
+            (bits64(&q), bits64(&r))
+        });
+    }
+}

@@ -1,89 +1,78 @@
-//! Householder QR (reduced) and least squares, in f64.
+//! Blocked Householder QR (reduced; compact-WY panels) and least squares, in f64.
 
+use super::reflector::{dot, make_reflector, Block};
 use super::{finite, per_matrix};
 use crate::element::Element;
 use crate::error::{fmt_shape, Error, Result};
-use crate::parallel;
 use crate::tensor::Tensor;
 
-/// Dot product with four accumulators (so that it vectorises).
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    let mut acc = [0.0; 4];
-    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for k in 0..4 {
-            acc[k] += x[k] * y[k];
+/// Columns per panel: each panel is factored one reflector at a time, then applied
+/// to everything on its right as one compact-WY block (three GEMMs).
+const PANEL: usize = 32;
+
+/// Factors the panel of columns `c0..c0 + width` of the m×n row-major `a` from row
+/// `c0` down, one reflector at a time: leaves R's rows `c0..c0 + width` (their panel
+/// part) in `a` and returns the panel's reflector block.
+fn factor_panel(a: &mut [f64], m: usize, n: usize, c0: usize, width: usize) -> Block {
+    let len = m - c0;
+    // pt[q] = column c0 + q from row c0 down, contiguous.
+    let mut pt = vec![0.0; width * len];
+    for i in 0..len {
+        for q in 0..width {
+            pt[q * len + i] = a[(c0 + i) * n + c0 + q];
         }
     }
-    let tail: f64 = ra.iter().zip(rb).map(|(x, y)| x * y).sum();
-    (acc[0] + acc[2]) + (acc[1] + acc[3]) + tail
-}
-
-/// Applies the reflector I − 2vvᵀ/vᵀv to the tails (from `j` on) of the given
-/// columns, each a contiguous row of a transposed matrix; in parallel when large.
-fn reflect(cols: &mut [f64], len: usize, j: usize, v: &[f64], vnorm2: f64) {
-    let apply = |col: &mut [f64]| {
-        let tail = &mut col[j..j + v.len()];
-        let f = 2.0 * dot(v, tail) / vnorm2;
-        for (t, &x) in tail.iter_mut().zip(v) {
-            *t -= f * x;
+    let mut taus = vec![0.0; width];
+    let mut betas = vec![0.0; width];
+    for r in 0..width {
+        let (done, rest) = pt.split_at_mut((r + 1) * len);
+        let v = &mut done[r * len + r..];
+        (betas[r], taus[r]) = make_reflector(v);
+        let v = &*v;
+        for col in rest.chunks_mut(len) {
+            let tail = &mut col[r..];
+            let f = taus[r] * dot(v, tail);
+            tail.iter_mut().zip(v).for_each(|(t, &x)| *t -= f * x);
         }
-    };
-    let work = cols.len() / len.max(1) * v.len();
-    parallel::for_each_chunk_if(cols, len * 16, work >= 1 << 18, |_, chunk| {
-        chunk.chunks_mut(len).for_each(apply)
-    });
+    }
+    for r in 0..width {
+        a[(c0 + r) * n + c0 + r] = betas[r];
+        for q in r + 1..width {
+            a[(c0 + r) * n + c0 + q] = pt[q * len + r];
+        }
+        pt[r * len..r * len + r].fill(0.0);
+    }
+    Block::new(pt, &taus, len)
 }
 
 /// Householder QR of one m×n row-major matrix: Q (m×k, orthonormal columns) and R
-/// (k×n, upper triangular) with k = min(m, n). Works on Aᵀ and Qᵀ, whose rows are the
-/// columns being reflected, so every inner loop is contiguous.
+/// (k×n, upper triangular) with k = min(m, n). Blocked: panels of [`PANEL`] columns
+/// are factored, each applied to the columns on its right as one block, and Q is
+/// accumulated block by block from the last.
 fn qr_f64(a: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
     let k = m.min(n);
-    // at[c][i] = a[i][c]: column c of A as a contiguous row.
-    let mut at = vec![0.0; n * m];
-    for i in 0..m {
-        for c in 0..n {
-            at[c * m + i] = a[i * n + c];
-        }
+    let mut a = a.to_vec();
+    let mut blocks = Vec::with_capacity(k.div_ceil(PANEL));
+    for c0 in (0..k).step_by(PANEL) {
+        let width = PANEL.min(k - c0);
+        let block = factor_panel(&mut a, m, n, c0, width);
+        let right = c0 + width;
+        block.apply_transposed_left(&mut a[c0 * n + right..], n, n - right);
+        blocks.push(block);
     }
-    let mut vs: Vec<Vec<f64>> = Vec::with_capacity(k);
-    for j in 0..k {
-        // v = x + sign(x₀)‖x‖e₁ for the column x below the diagonal.
-        let mut v = at[j * m + j..(j + 1) * m].to_vec();
-        let norm = dot(&v, &v).sqrt();
-        if norm == 0.0 {
-            vs.push(Vec::new());
-            continue;
-        }
-        v[0] += if v[0] >= 0.0 { norm } else { -norm };
-        let vnorm2 = dot(&v, &v);
-        reflect(&mut at[j * m..], m, j, &v, vnorm2);
-        vs.push(v);
-    }
-    // Qᵀ = H_{k−1} … H₀ applied to the first k rows of the identity, as rows.
-    let mut qt = vec![0.0; k * m];
-    for i in 0..k {
-        qt[i * m + i] = 1.0;
-    }
-    for j in (0..k).rev() {
-        let v = &vs[j];
-        if !v.is_empty() {
-            reflect(&mut qt, m, j, v, dot(v, v));
-        }
-    }
+    // Q = P₀ P₁ ⋯ applied to the first k columns of the identity; the block at c0
+    // only touches rows and columns from c0 on.
     let mut q = vec![0.0; m * k];
-    for c in 0..k {
-        for i in 0..m {
-            q[i * k + c] = qt[c * m + i];
-        }
+    for i in 0..k {
+        q[i * k + i] = 1.0;
+    }
+    for (b, block) in blocks.iter().enumerate().rev() {
+        let c0 = b * PANEL;
+        block.apply_plain_left(&mut q[c0 * k + c0..], k, k - c0);
     }
     let mut rk = vec![0.0; k * n];
     for i in 0..k {
-        for c in i..n {
-            rk[i * n + c] = at[c * m + i];
-        }
+        rk[i * n + i..(i + 1) * n].copy_from_slice(&a[i * n + i..(i + 1) * n]);
     }
     // R's diagonal made non-negative (row j of R and column j of Q flipped
     // together): for a full-rank A this is the unique factorization, the one whose
