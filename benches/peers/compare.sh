@@ -3,15 +3,32 @@
 # scripts beside this one), pinned to the same two cores, one after the other, and
 # prints the medians at 1 and 2 threads with the ratios.
 #
-#   benches/peers/compare.sh convnet|resnet18|mlp [PYTHON]
+#   benches/peers/compare.sh convnet|resnet18|mlp|linalg [PYTHON]
+#
+# `linalg` compares Cholesky, QR and eigh at n = 512 (f64, on both cores) with
+# NumPy's LAPACK (numpy_linalg.py).
 #
 # PYTHON is an interpreter with torch (and jax[cpu], for the workloads that have a
 # JAX script) installed, e.g. from `python3 -m venv /tmp/peer && /tmp/peer/bin/pip
 # install torch "jax[cpu]"`; default python3. The figures are of this machine only.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-workload=${1:?usage: benches/peers/compare.sh convnet|resnet18|mlp [PYTHON]}
+workload=${1:?usage: benches/peers/compare.sh convnet|resnet18|mlp|linalg [PYTHON]}
 py=${2:-python3}
+if [ "$workload" = linalg ]; then
+    taskset -c 0,1 cargo bench -q -p benches --bench linalg_fft -- 'linalg_f64/(cholesky|qr|eigh)/512' > /dev/null
+    numpy=$(taskset -c 0,1 "$py" benches/peers/numpy_linalg.py 512)
+    "$py" - "$numpy" <<'PY'
+import json, re, sys
+print("linalg, f64, n = 512, 2 threads: median ms (this engine / NumPy's LAPACK) and the ratio")
+for op in ["cholesky", "qr", "eigh"]:
+    est = f"target/criterion/linalg_f64/{op}/512/new/estimates.json"
+    ours = json.load(open(est))["median"]["point_estimate"] / 1e6
+    theirs = float(re.search(rf"{op} 512: median ([0-9.]+) ms", sys.argv[1]).group(1))
+    print(f"  {op}: {ours:.2f} / {theirs:.2f}   ×{ours / theirs:.2f} NumPy")
+PY
+    exit 0
+fi
 case $workload in
     convnet) bench=conv; group=convnet_3_64_64_b32_32x32_f32_adam; id=step
              torch=torch_convnet_step.py; jax=jax_convnet_step.py ;;
@@ -19,7 +36,7 @@ case $workload in
               torch=torch_resnet18_step.py; jax= ;;
     mlp) bench=training_step; group=train_step_mlp_784_512_512_10_b128_f32_adam; id=step
          torch=torch_mlp_step.py; jax=jax_mlp_step.py ;;
-    *) echo "unknown workload '$workload' (convnet, resnet18 or mlp)" >&2; exit 2 ;;
+    *) echo "unknown workload '$workload' (convnet, resnet18, mlp or linalg)" >&2; exit 2 ;;
 esac
 taskset -c 0,1 cargo bench -q -p benches --bench "$bench" -- "$group" > /dev/null
 ours=()
