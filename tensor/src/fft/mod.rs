@@ -122,8 +122,9 @@ fn along<T: Element>(
         parallel::for_each_chunk_sized(&mut out, rows_per_chunk * 2 * out_len, |start, chunk| {
             crate::kernels::simd_scope(|| {
                 let r0 = start / (2 * out_len);
-                // One allocation for the row's input and output parts.
-                let mut buf = vec![T::zero(); 2 * (n + out_len)];
+                // One pooled buffer for the row's input and output parts (each row
+                // writes the parts it reads).
+                let mut buf = storage::Scratch::new(2 * (n + out_len), T::zero());
                 let (re, rest) = buf.split_at_mut(n);
                 let (im, rest) = rest.split_at_mut(n);
                 let (ore, oim) = rest.split_at_mut(out_len);

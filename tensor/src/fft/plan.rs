@@ -13,6 +13,7 @@
 //! `kernels::simd_scope`).
 
 use crate::element::Element;
+use crate::storage;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::f64::consts::PI;
@@ -54,16 +55,17 @@ pub(crate) struct Plan<T> {
 }
 
 /// Reusable buffers for transforms of one length.
-pub(crate) struct Scratch<T> {
-    /// The real parts, then the imaginary parts (one allocation).
-    ri: Vec<T>,
+pub(crate) struct Scratch<T: Copy + Send + 'static> {
+    /// The real parts, then the imaginary parts (one pooled buffer: every stage
+    /// writes all of it before reading it).
+    ri: storage::Scratch<T>,
     bluestein: Option<Box<BluesteinScratch<T>>>,
 }
 
 /// Bluestein's padded buffers and the scratch of its inner transform.
-struct BluesteinScratch<T> {
-    r: Vec<T>,
-    i: Vec<T>,
+struct BluesteinScratch<T: Copy + Send + 'static> {
+    r: storage::Scratch<T>,
+    i: storage::Scratch<T>,
     inner: Scratch<T>,
 }
 
@@ -179,15 +181,15 @@ impl<T: Element> Plan<T> {
     pub(crate) fn scratch(&self) -> Scratch<T> {
         let bluestein = match &self.algorithm {
             Algorithm::Bluestein { m, inner, .. } => Some(Box::new(BluesteinScratch {
-                r: vec![T::zero(); *m],
-                i: vec![T::zero(); *m],
+                r: storage::Scratch::new(*m, T::zero()),
+                i: storage::Scratch::new(*m, T::zero()),
                 inner: inner.scratch(),
             })),
             Algorithm::Stockham(_) => None,
         };
         Scratch {
             // Stockham's ping-pong buffers; Bluestein keeps its own.
-            ri: vec![T::zero(); if bluestein.is_some() { 0 } else { 2 * self.n }],
+            ri: storage::Scratch::new(if bluestein.is_some() { 0 } else { 2 * self.n }, T::zero()),
             bluestein,
         }
     }
