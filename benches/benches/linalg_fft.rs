@@ -1,7 +1,8 @@
 //! Linear algebra (Cholesky, eigh, QR; GFLOP/s against our GEMM at the same size)
 //! and FFTs side by side with rustfft.
 //!
-//! Run: `cargo bench -p benches --bench linalg_fft`.
+//! Run: `cargo bench -p benches --bench linalg_fft`; the linear algebra side by side
+//! with NumPy's LAPACK: `benches/peers/compare.sh linalg`.
 
 // criterion_group! generates an undocumented public function.
 #![allow(missing_docs)]

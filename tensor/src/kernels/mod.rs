@@ -233,9 +233,11 @@ pub use portable::{sigmoid_scalar, softplus_scalar};
 
 /// Runs `f` compiled for AVX2/FMA when the CPU has them: `f` is inlined into a
 /// function with those target features, so the loops it contains (written as plain
-/// safe Rust) are auto-vectorised with 256-bit registers. Floating-point semantics
-/// are unchanged (no contraction into FMA without fast-math), so the results are the
-/// same bits as the portable path.
+/// safe Rust) are auto-vectorised with 256-bit registers. Only code inlined into the
+/// scope gets the features: a function that `f` calls without inlining it is
+/// compiled for the baseline, so the scope belongs around the loops themselves.
+/// Floating-point semantics are unchanged (no contraction into FMA without
+/// fast-math), so the results are the same bits as the portable path.
 #[inline(always)]
 pub fn simd_scope<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
