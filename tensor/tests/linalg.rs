@@ -133,13 +133,23 @@ fn blocked_paths_match_at_sizes_beyond_one_block() {
     let b = Tensor::<f64>::rand_normal(&[250, 130], 0.0, 1.0, &mut rng).unwrap();
     let x = a.solve_spd(&b).unwrap();
     assert!(max_abs(&a.matmul(&x).unwrap().sub(&b).unwrap()) <= 1e-10);
+    eigh_holds(&a);
+}
+
+/// Checks that eigh gives ascending eigenvalues and orthonormal eigenvectors with
+/// A = V diag(λ) Vᵀ, to 1e-12 relative to ‖A‖.
+fn eigh_holds(a: &Tensor<f64>) {
+    let n = a.shape()[0];
     let (lam, v) = a.eigh().unwrap();
+    assert!(lam.to_vec().windows(2).all(|p| p[0] <= p[1]));
     let rec = v
         .mul(&lam.unsqueeze(0).unwrap())
         .unwrap()
         .matmul(&v.t().unwrap())
         .unwrap();
-    assert!(max_abs(&rec.sub(&a).unwrap()) <= 1e-12 * max_abs(&a));
+    assert!(max_abs(&rec.sub(a).unwrap()) <= 1e-12 * max_abs(a));
+    let vtv = v.t().unwrap().matmul(&v).unwrap();
+    assert!(max_abs(&vtv.sub(&Tensor::eye(n).unwrap()).unwrap()) <= 1e-12);
 }
 
 #[test]
@@ -165,18 +175,7 @@ fn blocked_qr_and_eigh_hold_across_many_blocks() {
             assert!((0..i.min(n)).all(|j| rv[i * n + j] == 0.0), "R row {i}");
         }
     }
-    let a = spd(300, 1.0, &mut rng);
-    let (lam, v) = a.eigh().unwrap();
-    let l = lam.to_vec();
-    assert!(l.windows(2).all(|p| p[0] <= p[1]));
-    let rec = v
-        .mul(&lam.unsqueeze(0).unwrap())
-        .unwrap()
-        .matmul(&v.t().unwrap())
-        .unwrap();
-    assert!(max_abs(&rec.sub(&a).unwrap()) <= 1e-12 * max_abs(&a));
-    let vtv = v.t().unwrap().matmul(&v).unwrap();
-    assert!(max_abs(&vtv.sub(&Tensor::eye(300).unwrap()).unwrap()) <= 1e-12);
+    eigh_holds(&spd(300, 1.0, &mut rng));
 }
 
 #[test]

@@ -138,6 +138,7 @@ impl Block {
         self.apply_left(c, ldc, cols, false)
     }
 
+    /// C ← (I − V T Vᵀ)ᵀ C (`transposed`) or (I − V T Vᵀ) C.
     fn apply_left(&self, c: &mut [f64], ldc: usize, cols: usize, transposed: bool) {
         if cols == 0 || self.count == 0 {
             return;
