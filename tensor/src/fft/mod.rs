@@ -224,16 +224,17 @@ impl<T: Element> Tensor<T> {
         let half = n / 2 + 1;
         let scale = norm.scale(n, false);
         let plan_len = if n % 2 == 1 || n < 4 { n } else { n / 2 };
-        // W_n^k for the even/odd recombination, k ≤ n/2.
-        let w = plan::plan::<T>(n.max(1));
-        let w: Vec<(T, T)> = (0..half).map(|k| w.twiddle(k)).collect();
+        // W_n^k for the even/odd recombination, k ≤ n/2: the table of the length-n
+        // plan (cached), read in place.
+        let full = plan::plan::<T>(n.max(1));
+        let w = full.twiddles();
         along(
             self,
             ax,
             false,
             if n == 0 { 0 } else { half },
             plan_len,
-            |re, _, o, oi, p, sc| rfft_row(re, o, oi, p, sc, &w, scale),
+            |re, _, o, oi, p, sc| rfft_row(re, o, oi, p, sc, w, scale),
         )
     }
 
@@ -302,7 +303,7 @@ fn rfft_row<T: Element>(
     oim: &mut [T],
     p: &plan::Plan<T>,
     sc: &mut plan::Scratch<T>,
-    w: &[(T, T)],
+    (wr, wi): (&[T], &[T]),
     scale: f64,
 ) {
     let n = x.len();
@@ -335,20 +336,37 @@ fn rfft_row<T: Element>(
             (ei + or * w.1 + oi * w.0) * s,
         )
     };
+    let w = |k: usize| (wr[k], wi[k]);
     let z0 = (ore[0], oim[0]);
-    let (x0, xh) = (x_of(z0, z0, w[0]), x_of(z0, z0, w[h]));
+    let (x0, xh) = (x_of(z0, z0, w(0)), x_of(z0, z0, w(h)));
     ore[0] = x0.0;
     oim[0] = x0.1;
     ore[h] = xh.0;
     oim[h] = xh.1;
-    for k in 1..=h / 2 {
-        let j = h - k;
-        let (zk, zj) = ((ore[k], oim[k]), (ore[j], oim[j]));
-        let (xk, xj) = (x_of(zk, zj, w[k]), x_of(zj, zk, w[j]));
-        ore[k] = xk.0;
-        oim[k] = xk.1;
-        ore[j] = xj.0;
-        oim[j] = xj.1;
+    // The pairs k < j = h − k, k ascending and j descending over split halves (so
+    // that the loop vectorises), then the middle bin when h is even.
+    let pairs = (h - 1) / 2;
+    let (r_lo, r_hi) = ore[1..h].split_at_mut(pairs);
+    let (i_lo, i_hi) = oim[1..h].split_at_mut(pairs);
+    let skip = r_hi.len() - pairs;
+    let (r_hi, i_hi) = (&mut r_hi[skip..], &mut i_hi[skip..]);
+    let lows = r_lo.iter_mut().zip(i_lo.iter_mut());
+    let highs = r_hi.iter_mut().rev().zip(i_hi.iter_mut().rev());
+    let w_lo = wr[1..=pairs].iter().zip(&wi[1..=pairs]);
+    let w_hi = wr[h - pairs..h]
+        .iter()
+        .rev()
+        .zip(wi[h - pairs..h].iter().rev());
+    for (((rk, ik), (rj, ij)), ((wkr, wki), (wjr, wji))) in lows.zip(highs).zip(w_lo.zip(w_hi)) {
+        let (zk, zj) = ((*rk, *ik), (*rj, *ij));
+        let (xk, xj) = (x_of(zk, zj, (*wkr, *wki)), x_of(zj, zk, (*wjr, *wji)));
+        (*rk, *ik) = xk;
+        (*rj, *ij) = xj;
+    }
+    if h % 2 == 0 {
+        let k = h / 2;
+        let zk = (ore[k], oim[k]);
+        (ore[k], oim[k]) = x_of(zk, zk, w(k));
     }
 }
 

@@ -171,10 +171,9 @@ fn build<T: Element>(n: usize) -> Plan<T> {
 }
 
 impl<T: Element> Plan<T> {
-    /// W_n^k = e^{−2πi k/n} (k taken modulo n).
-    pub(crate) fn twiddle(&self, k: usize) -> (T, T) {
-        let k = k % self.n.max(1);
-        (self.tw.0[k], self.tw.1[k])
+    /// The table W_n^k = e^{−2πi k/n}, k < n, as (real parts, imaginary parts).
+    pub(crate) fn twiddles(&self) -> (&[T], &[T]) {
+        (&self.tw.0, &self.tw.1)
     }
 
     /// Buffers for [`Plan::forward`], to reuse across rows.
