@@ -363,7 +363,7 @@ fn rfft_row<T: Element>(
         (*rk, *ik) = xk;
         (*rj, *ij) = xj;
     }
-    if h % 2 == 0 {
+    if h.is_multiple_of(2) {
         let k = h / 2;
         let zk = (ore[k], oim[k]);
         (ore[k], oim[k]) = x_of(zk, zk, w(k));
