@@ -78,6 +78,10 @@ fn fft(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("real_ours", n), &n, |b, _| {
             b.iter(|| black_box(x.rfft(0, Norm::Backward).unwrap()))
         });
+        let spectrum = x.rfft(0, Norm::Backward).unwrap();
+        g.bench_with_input(BenchmarkId::new("inverse_real_ours", n), &n, |b, _| {
+            b.iter(|| black_box(spectrum.irfft(0, n, Norm::Backward).unwrap()))
+        });
         // rustfft has no real transform: the usual route is a complex transform of
         // the real signal (or of half length with post-processing, as ours does).
         let mut rbuf: Vec<Complex<f32>> =

@@ -85,12 +85,14 @@ fn complex_axis(op: &'static str, t: &Tensor<impl Element>, axis: isize) -> Resu
 /// tensor, just before the trailing pair) and made contiguous, each row is read into
 /// split (re, im) buffers (`complex_in` says whether rows are interleaved pairs or
 /// reals), `row(re, im, out_re, out_im, plan, scratch)` writes `out_len` complex
-/// values (rows in parallel, compiled for AVX2 when available), and the axis is moved
-/// back. The plan is the one of length `plan_len`.
+/// values, or with `complex_out` false `out_len` reals in `out_re` (rows in parallel),
+/// and the axis is moved back. The plan is the one of length `plan_len`.
+#[allow(clippy::too_many_arguments)]
 fn along<T: Element>(
     t: &Tensor<T>,
     axis: usize,
     complex_in: bool,
+    complex_out: bool,
     out_len: usize,
     plan_len: usize,
     row: impl Fn(&[T], &[T], &mut [T], &mut [T], &plan::Plan<T>, &mut plan::Scratch<T>) + Sync,
@@ -114,14 +116,20 @@ fn along<T: Element>(
     let width = if complex_in { 2 * n } else { n };
     let rows = if n == 0 { 0 } else { data.len() / width };
     let mut shape: Vec<usize> = x.shape()[..lead - 1].to_vec();
-    shape.extend([out_len, 2]);
-    let mut out = storage::scratch(rows * out_len * 2, T::zero());
+    shape.push(out_len);
+    let out_width = if complex_out {
+        shape.push(2);
+        2 * out_len
+    } else {
+        out_len
+    };
+    let mut out = storage::scratch(rows * out_width, T::zero());
     if out_len > 0 && rows > 0 {
         let p = plan::plan::<T>(plan_len);
-        let rows_per_chunk = (parallel::CHUNK / (2 * out_len)).max(1);
-        parallel::for_each_chunk_sized(&mut out, rows_per_chunk * 2 * out_len, |start, chunk| {
+        let rows_per_chunk = (parallel::CHUNK / out_width).max(1);
+        parallel::for_each_chunk_sized(&mut out, rows_per_chunk * out_width, |start, chunk| {
             crate::kernels::simd_scope(|| {
-                let r0 = start / (2 * out_len);
+                let r0 = start / out_width;
                 // One pooled buffer for the row's input and output parts (each row
                 // writes the parts it reads).
                 let mut buf = storage::Scratch::new(2 * (n + out_len), T::zero());
@@ -129,7 +137,7 @@ fn along<T: Element>(
                 let (im, rest) = rest.split_at_mut(n);
                 let (ore, oim) = rest.split_at_mut(out_len);
                 let mut scratch = p.scratch();
-                for (i, o) in chunk.chunks_mut(2 * out_len).enumerate() {
+                for (i, o) in chunk.chunks_mut(out_width).enumerate() {
                     let src = &data[(r0 + i) * width..(r0 + i + 1) * width];
                     if complex_in {
                         for (k, pair) in src.chunks_exact(2).enumerate() {
@@ -140,9 +148,13 @@ fn along<T: Element>(
                         re.copy_from_slice(src);
                     }
                     row(re, im, ore, oim, &p, &mut scratch);
-                    for (k, pair) in o.chunks_exact_mut(2).enumerate() {
-                        pair[0] = ore[k];
-                        pair[1] = oim[k];
+                    if complex_out {
+                        for (k, pair) in o.chunks_exact_mut(2).enumerate() {
+                            pair[0] = ore[k];
+                            pair[1] = oim[k];
+                        }
+                    } else {
+                        o.copy_from_slice(ore);
                     }
                 }
             })
@@ -152,10 +164,10 @@ fn along<T: Element>(
     if identity {
         return Ok(y);
     }
-    // Undo the permutation (the output is complex, with the pair last).
-    let mut full = perm.clone();
-    if !complex_in {
-        full.push(nd as isize);
+    // Undo the permutation (a complex output has its pair last).
+    let mut full = perm[..lead].to_vec();
+    if complex_out {
+        full.push(lead as isize);
     }
     let mut inv = vec![0isize; full.len()];
     for (i, &p) in full.iter().enumerate() {
@@ -201,7 +213,7 @@ impl<T: Element> Tensor<T> {
         let ax = complex_axis("fft", self, axis)?;
         let n = self.shape()[ax];
         let scale = norm.scale(n, false);
-        along(self, ax, true, n, n, |re, im, o, oi, p, sc| {
+        along(self, ax, true, true, n, n, |re, im, o, oi, p, sc| {
             transform(re, im, o, oi, p, sc, false, scale)
         })
     }
@@ -211,7 +223,7 @@ impl<T: Element> Tensor<T> {
         let ax = complex_axis("ifft", self, axis)?;
         let n = self.shape()[ax];
         let scale = norm.scale(n, true);
-        along(self, ax, true, n, n, |re, im, o, oi, p, sc| {
+        along(self, ax, true, true, n, n, |re, im, o, oi, p, sc| {
             transform(re, im, o, oi, p, sc, true, scale)
         })
     }
@@ -232,6 +244,7 @@ impl<T: Element> Tensor<T> {
             self,
             ax,
             false,
+            true,
             if n == 0 { 0 } else { half },
             plan_len,
             |re, _, o, oi, p, sc| rfft_row(re, o, oi, p, sc, w, scale),
@@ -247,10 +260,18 @@ impl<T: Element> Tensor<T> {
             return Err(Error::value("irfft", "the output length must be positive"));
         }
         let scale = norm.scale(n, true);
-        let y = along(self, ax, true, n, n, |re, im, o, oi, p, sc| {
-            irfft_row(re, im, o, oi, p, sc, scale)
-        })?;
-        y.narrow(-1, 0, 1)?.squeeze(-1).map(|t| t.contiguous())
+        let plan_len = if n % 2 == 1 || n < 4 { n } else { n / 2 };
+        let full = plan::plan::<T>(n);
+        let w = full.twiddles();
+        along(
+            self,
+            ax,
+            true,
+            false,
+            n,
+            plan_len,
+            |re, im, o, oi, p, sc| irfft_row(re, im, o, oi, p, sc, w, scale),
+        )
     }
 
     /// The 2-D transform over the complex axes `axes` (the last transform first).
@@ -370,8 +391,11 @@ fn rfft_row<T: Element>(
     }
 }
 
-/// irfft of one row of bins into a real row of length `ore.len()` (the imaginary
-/// output is zero).
+/// irfft of one row of bins into a real row of length n = `ore.len()` (`oim` is
+/// scratch). Even lengths invert [`rfft_row`]'s recombination and run one
+/// complex transform of half the length, whose outputs are the even and odd samples;
+/// odd lengths rebuild the full Hermitian spectrum. Either way the imaginary parts of
+/// the zero and Nyquist bins are not read, as in NumPy.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn irfft_row<T: Element>(
@@ -381,27 +405,72 @@ fn irfft_row<T: Element>(
     oim: &mut [T],
     p: &plan::Plan<T>,
     sc: &mut plan::Scratch<T>,
+    (wr, wi): (&[T], &[T]),
     scale: f64,
 ) {
     let n = ore.len();
-    let (mut fr, mut fi) = (vec![T::zero(); n], vec![T::zero(); n]);
-    let bins = re.len().min(n / 2 + 1);
-    for k in 0..bins {
-        fr[k] = re[k];
-        fi[k] = im[k];
-        if k > 0 && n - k > k {
-            fr[n - k] = re[k];
-            fi[n - k] = -im[k];
-        }
-    }
-    // Inverse by conjugation; only the real part is kept.
-    for v in fi.iter_mut() {
-        *v = -*v;
-    }
-    p.forward(&mut fr, &mut fi, sc);
     let s = T::from_f64(scale);
-    for (o, &r) in ore.iter_mut().zip(&fr) {
-        *o = r * s;
+    let bins = re.len().min(n / 2 + 1);
+    if n % 2 == 1 || n < 4 {
+        let (mut fr, mut fi) = (vec![T::zero(); n], vec![T::zero(); n]);
+        for k in 0..bins {
+            fr[k] = re[k];
+            fi[k] = im[k];
+            if k > 0 && n - k > k {
+                fr[n - k] = re[k];
+                fi[n - k] = -im[k];
+            }
+        }
+        // Inverse by conjugation; only the real part is kept.
+        for v in fi.iter_mut() {
+            *v = -*v;
+        }
+        p.forward(&mut fr, &mut fi, sc);
+        for (o, &r) in ore.iter_mut().zip(&fr) {
+            *o = r * s;
+        }
+        return;
     }
-    oim.fill(T::zero());
+    // With h = n/2, E_k = (X_k + conj X_{h−k})/2 and O_k = (X_k − conj X_{h−k}) W_n^{−k}/2
+    // are the transforms of the even and odd samples, so Z = E + iO is the transform
+    // of z_j = x_{2j} + i x_{2j+1}. Missing bins are zero; bins 0 and h are real.
+    let h = n / 2;
+    let padded;
+    let (re, im) = if bins == h + 1 {
+        (&re[..=h], &im[..=h])
+    } else {
+        let mut both = vec![T::zero(); 2 * (h + 1)];
+        both[..bins].copy_from_slice(&re[..bins]);
+        both[h + 1..h + 1 + bins].copy_from_slice(&im[..bins]);
+        padded = both;
+        padded.split_at(h + 1)
+    };
+    let half_t = T::from_f64(0.5);
+    // Writes the conjugate of Z_k, for the inverse transform by conjugation.
+    let z_conj = |xk: (T, T), xj: (T, T), w: (T, T)| {
+        let (er, ei) = ((xk.0 + xj.0) * half_t, (xk.1 - xj.1) * half_t);
+        let (dr, di) = ((xk.0 - xj.0) * half_t, (xk.1 + xj.1) * half_t);
+        let (or, oi) = (dr * w.0 + di * w.1, di * w.0 - dr * w.1);
+        (er - oi, -(ei + or))
+    };
+    (ore[0], oim[0]) = z_conj((re[0], T::zero()), (re[h], T::zero()), (wr[0], wi[0]));
+    // k = 1..h against j = h − k (which never reaches 0 or h): one forward and one
+    // reversed walk over the same bins, so that the loop vectorises.
+    let ks = re[1..h].iter().zip(&im[1..h]);
+    let js = re[1..h].iter().rev().zip(im[1..h].iter().rev());
+    let ws = wr[1..h].iter().zip(&wi[1..h]);
+    let outs = ore[1..h].iter_mut().zip(oim[1..h].iter_mut());
+    for ((((kr, ki), (jr, ji)), (w0, w1)), (or, oi)) in ks.zip(js).zip(ws).zip(outs) {
+        (*or, *oi) = z_conj((*kr, *ki), (*jr, *ji), (*w0, *w1));
+    }
+    p.forward(&mut ore[..h], &mut oim[..h], sc);
+    // h·z_j is the conjugate of that transform: x_{2j} = 2s·Re, x_{2j+1} = −2s·Im,
+    // interleaved from a copy of the real parts.
+    let two_s = s + s;
+    let (ims, reals) = oim.split_at_mut(h);
+    reals.copy_from_slice(&ore[..h]);
+    for ((pair, &u), &v) in ore.chunks_exact_mut(2).zip(&*reals).zip(&*ims) {
+        pair[0] = u * two_s;
+        pair[1] = -(v * two_s);
+    }
 }
