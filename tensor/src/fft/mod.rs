@@ -446,7 +446,7 @@ fn irfft_row<T: Element>(
         padded.split_at(h + 1)
     };
     let half_t = T::from_f64(0.5);
-    // Writes the conjugate of Z_k, for the inverse transform by conjugation.
+    // The conjugate of Z_k, for the inverse transform by conjugation.
     let z_conj = |xk: (T, T), xj: (T, T), w: (T, T)| {
         let (er, ei) = ((xk.0 + xj.0) * half_t, (xk.1 - xj.1) * half_t);
         let (dr, di) = ((xk.0 - xj.0) * half_t, (xk.1 + xj.1) * half_t);
