@@ -9,8 +9,10 @@
 //! `len` that are interleaved with stride `s`; the inner loops run over `s`
 //! contiguous elements, except in the first stage (`s` = 1), whose loop runs over the
 //! groups, with per-stage twiddle tables so that every load is contiguous. The loops
-//! are plain Rust, vectorised by the compiler (with AVX2 when the CPU has it, see
-//! `kernels::simd_scope`).
+//! are plain Rust, vectorised by the compiler for the baseline target (SSE2 on
+//! x86-64): `Plan::forward` is not inlined into `kernels::simd_scope`, and forcing it
+//! in ran slower (n = 4096: 19.1 µs against 16.8), the s = 4 stage's loops being
+//! shorter than eight lanes.
 
 use crate::element::Element;
 use crate::storage;
