@@ -1,4 +1,6 @@
-//! Tensor kernels: matmul against raw matrixmultiply, thread scaling, element-wise
+//! Tensor kernels: matmul (through `Tensor::matmul` at 1 and 2 threads, and each GEMM
+//! micro-kernel this CPU runs, raw on one thread; the peers' figures come from
+//! `benches/peers/compare.sh sgemm`), thread scaling, element-wise
 //! and reduction throughput against plain slice loops, and per-op overhead.
 //!
 //! Run: `cargo bench -p benches --bench tensor_ops`.
@@ -8,7 +10,8 @@
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::time::Duration;
-use tensor::kernels::{Kernels, MatRef};
+use tensor::kernels::gemm::{self, Scalar};
+use tensor::kernels::MatRef;
 use tensor::{Rng, Tensor};
 
 fn pool(threads: usize) -> rayon::ThreadPool {
@@ -38,22 +41,25 @@ macro_rules! matmul_group {
                 });
                 let (sa, sb) = (a.as_slice().unwrap(), b.as_slice().unwrap());
                 let mut out = vec![0.0 as $t; n * n];
-                g.bench_with_input(BenchmarkId::new("raw_matrixmultiply", n), &n, |bch, _| {
-                    bch.iter(|| {
-                        // The engine's bounds-checked bridge straight to
-                        // matrixmultiply: one thread, no tensor bookkeeping.
-                        let view = |data| MatRef {
-                            data,
-                            offset: 0,
-                            rows: n,
-                            cols: n,
-                            row_stride: n as isize,
-                            col_stride: 1,
-                        };
-                        <$t as Kernels>::gemm(view(sa), view(sb), &mut out, n);
-                        black_box(&out);
-                    })
-                });
+                let view = |data| MatRef {
+                    data,
+                    offset: 0,
+                    rows: n,
+                    cols: n,
+                    row_stride: n as isize,
+                    col_stride: 1,
+                };
+                // Each micro-kernel this CPU runs, one thread, no tensor bookkeeping.
+                for kern in <$t as Scalar>::kernels() {
+                    let id = format!("raw_{}", kern.name);
+                    g.bench_with_input(BenchmarkId::new(id, n), &n, |bch, _| {
+                        bch.iter(|| {
+                            let (a_t, b) = (view(sa).transposed_operand(), view(sb).operand());
+                            gemm::gemm_using(kern, 1.0, &a_t, &b, 0.0, &mut out, n, false);
+                            black_box(&out);
+                        })
+                    });
+                }
             }
             g.finish();
         }

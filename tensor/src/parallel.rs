@@ -65,6 +65,19 @@ pub fn map_collect<R: Send>(n: usize, work: usize, f: impl Fn(usize) -> R + Sync
     (0..n).map(f).collect()
 }
 
+/// Calls `f(i)` for every `i` in `0..n`, in parallel when `parallel` is true and
+/// there is more than one (for tasks that write disjoint parts of a result).
+pub fn for_each_index(n: usize, parallel: bool, f: impl Fn(usize) + Sync + Send) {
+    #[cfg(feature = "parallel")]
+    if parallel && n > 1 && threads() > 1 {
+        use rayon::prelude::*;
+        (0..n).into_par_iter().for_each(f);
+        return;
+    }
+    let _ = parallel;
+    (0..n).for_each(f);
+}
+
 /// Runs `a` and `b`, possibly in parallel, returning both results.
 pub fn join<A: Send, B: Send>(
     a: impl FnOnce() -> A + Send,

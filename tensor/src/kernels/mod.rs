@@ -1,7 +1,7 @@
 //! The kernel room: the only module of the workspace with `unsafe` and `std::arch`.
 //!
-//! It holds the GEMM bridge to matrixmultiply (raw pointers, checked against slice
-//! bounds before every call) and the AVX2/FMA paths for f32 transcendentals, chosen
+//! It holds the engine's GEMM (`gemm`: packed, blocked, with AVX-512, AVX2/FMA and
+//! portable micro-kernels; the public entry checks slice bounds before every call) and the AVX2/FMA paths for f32 transcendentals, chosen
 //! at run time with a portable fallback. The fallback uses the standard library's
 //! functions; the AVX2 polynomials agree with them to a few ulp (tested below with a
 //! relative tolerance of 1e-6). `f64` always uses the standard library, so numerics
@@ -9,9 +9,13 @@
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+pub mod gemm;
 mod portable;
+mod runs;
 
-/// A strided matrix view into a slice, as matrixmultiply takes it.
+pub use runs::{copy_run, zero_run};
+
+/// A strided matrix view into a slice (rows and columns with their strides).
 #[derive(Clone, Copy, Debug)]
 pub struct MatRef<'a, T> {
     /// Storage the view points into.
@@ -28,7 +32,32 @@ pub struct MatRef<'a, T> {
     pub col_stride: isize,
 }
 
-impl<T> MatRef<'_, T> {
+impl<'a, T> MatRef<'a, T> {
+    /// The matrix as the B operand of [`gemm::gemm`] (depth = rows).
+    pub fn operand(&self) -> gemm::Strided<'a, T> {
+        gemm::Strided {
+            data: self.data,
+            offset: self.offset,
+            depth: self.rows,
+            width: self.cols,
+            depth_stride: self.row_stride,
+            width_stride: self.col_stride,
+        }
+    }
+
+    /// The matrix as the A operand of [`gemm::gemm`], which takes A transposed
+    /// (depth = columns).
+    pub fn transposed_operand(&self) -> gemm::Strided<'a, T> {
+        gemm::Strided {
+            data: self.data,
+            offset: self.offset,
+            depth: self.cols,
+            width: self.rows,
+            depth_stride: self.col_stride,
+            width_stride: self.row_stride,
+        }
+    }
+
     /// True when every element of the view lies inside `data`.
     fn in_bounds(&self) -> bool {
         if self.rows == 0 || self.cols == 0 {
@@ -44,7 +73,7 @@ impl<T> MatRef<'_, T> {
 }
 
 /// Per-element-type kernels: GEMM and vectorised transcendentals.
-pub trait Kernels: Copy + Send + Sync + 'static {
+pub trait Kernels: gemm::Scalar {
     /// `C = A · B` where A is `m × k`, B is `k × n`, and C is `m × n` stored row-major
     /// in `c` with row stride `ldc` (≥ n). `c` need not be initialised.
     fn gemm(a: MatRef<'_, Self>, b: MatRef<'_, Self>, c: &mut [Self], ldc: usize) {
@@ -59,10 +88,6 @@ pub trait Kernels: Copy + Send + Sync + 'static {
         c: &mut [Self],
         ldc: usize,
     );
-    /// One.
-    const ONE: Self;
-    /// Zero.
-    const ZERO: Self;
     /// `out[i] = exp(x[i])`.
     fn exp_slice(x: &[Self], out: &mut [Self]);
     /// `out[i] = tanh(x[i])`.
@@ -93,9 +118,7 @@ fn check_gemm<T>(a: &MatRef<'_, T>, b: &MatRef<'_, T>, c: &[T], ldc: usize) {
 }
 
 macro_rules! gemm_impl {
-    ($t:ty, $f:path) => {
-        const ONE: $t = 1.0;
-        const ZERO: $t = 0.0;
+    ($t:ty) => {
         fn gemm_update(
             alpha: $t,
             a: MatRef<'_, $t>,
@@ -105,40 +128,15 @@ macro_rules! gemm_impl {
             ldc: usize,
         ) {
             check_gemm(&a, &b, c, ldc);
-            let (m, k, n) = (a.rows, a.cols, b.cols);
-            if m == 0 || n == 0 {
-                return;
-            }
-            if k == 0 {
-                for row in c.chunks_mut(ldc).take(m) {
-                    for v in &mut row[..n] {
-                        *v = if beta == 0.0 { 0.0 } else { beta * *v };
-                    }
-                }
-                return;
-            }
-            // SAFETY: `check_gemm` verified that every element addressed through A's and
-            // B's strides lies inside their slices, and that C's m rows of n elements at
-            // row stride `ldc` (column stride 1, so no aliasing) lie inside `c`, whose
-            // elements are initialised (it is a slice); with beta = 0, C is not read.
-            unsafe {
-                $f(
-                    m,
-                    k,
-                    n,
-                    alpha,
-                    a.data.as_ptr().add(a.offset),
-                    a.row_stride,
-                    a.col_stride,
-                    b.data.as_ptr().add(b.offset),
-                    b.row_stride,
-                    b.col_stride,
-                    beta,
-                    c.as_mut_ptr(),
-                    ldc as isize,
-                    1,
-                );
-            }
+            gemm::gemm(
+                alpha,
+                &a.transposed_operand(),
+                &b.operand(),
+                beta,
+                c,
+                ldc,
+                false,
+            );
         }
     };
 }
@@ -154,11 +152,25 @@ pub fn portable_forced() -> bool {
     *FORCED.get_or_init(|| std::env::var(PORTABLE_ENV).is_ok_and(|v| !v.is_empty() && v != "0"))
 }
 
+/// Whether the AVX2/FMA paths run (the CPU has them and the portable kernels are
+/// not forced): one relaxed load once known, cheap enough for per-row dispatch.
 #[cfg(target_arch = "x86_64")]
+#[inline]
 fn has_avx2_fma() -> bool {
-    !portable_forced()
-        && std::arch::is_x86_feature_detected!("avx2")
-        && std::arch::is_x86_feature_detected!("fma")
+    use std::sync::atomic::{AtomicU8, Ordering};
+    // 0: not yet known; 1: no; 2: yes.
+    static STATE: AtomicU8 = AtomicU8::new(0);
+    match STATE.load(Ordering::Relaxed) {
+        2 => true,
+        1 => false,
+        _ => {
+            let yes = !portable_forced()
+                && std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma");
+            STATE.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
+            yes
+        }
+    }
 }
 
 macro_rules! dispatch_f32 {
@@ -179,7 +191,7 @@ macro_rules! dispatch_f32 {
 }
 
 impl Kernels for f32 {
-    gemm_impl!(f32, matrixmultiply::sgemm);
+    gemm_impl!(f32);
     dispatch_f32!(exp_slice, exp, exp);
     dispatch_f32!(tanh_slice, tanh, tanh);
     dispatch_f32!(sigmoid_slice, sigmoid, sigmoid);
@@ -208,7 +220,7 @@ impl Kernels for f32 {
 }
 
 impl Kernels for f64 {
-    gemm_impl!(f64, matrixmultiply::dgemm);
+    gemm_impl!(f64);
     fn exp_slice(x: &[f64], out: &mut [f64]) {
         portable::exp(x, out)
     }

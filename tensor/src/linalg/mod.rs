@@ -24,7 +24,7 @@ pub use triangular::Triangular;
 
 use crate::element::Element;
 use crate::error::{fmt_shape, Error, Result};
-use crate::kernels::{Kernels, MatRef};
+use crate::kernels::{gemm, MatRef};
 use crate::parallel;
 use crate::tensor::Tensor;
 
@@ -71,14 +71,10 @@ pub(crate) fn per_matrix<T: Element, R: Send>(
         .collect()
 }
 
-/// Products below this many multiply-adds stay on one thread (waking a worker costs
-/// about the time of a 2²²-multiply-add product here).
-const PAR_GEMM_WORK: usize = 1 << 22;
-
 /// `C ← α·A·B + β·C` for the `a.rows × b.cols` matrix C at the start of `c` (row
-/// stride `ldc`), split into blocks of 8-aligned rows across the threads when large.
-/// matrixmultiply computes each element with the same operations whatever block it
-/// is in, so the result does not depend on the thread count.
+/// stride `ldc`), split across the threads when large; the GEMM computes each
+/// element with the same operations whatever the split, so the result does not
+/// depend on the thread count.
 pub(crate) fn gemm_rows(
     alpha: f64,
     a: MatRef<'_, f64>,
@@ -87,21 +83,13 @@ pub(crate) fn gemm_rows(
     c: &mut [f64],
     ldc: usize,
 ) {
-    let (m, k, n) = (a.rows, a.cols, b.cols);
-    if m == 0 || n == 0 {
-        return;
-    }
-    let c = &mut c[..(m - 1) * ldc + n];
-    let threads = parallel::threads();
-    let rows = m.div_ceil(2 * threads).div_ceil(8) * 8;
-    let parallel = m * n * k >= PAR_GEMM_WORK && m > rows;
-    parallel::for_each_chunk_if(c, rows * ldc, parallel, |start, chunk| {
-        let r0 = start / ldc;
-        let sub = MatRef {
-            offset: (a.offset as isize + r0 as isize * a.row_stride) as usize,
-            rows: (chunk.len() + ldc - n) / ldc,
-            ..a
-        };
-        f64::gemm_update(alpha, sub, b, beta, chunk, ldc);
-    });
+    gemm::gemm(
+        alpha,
+        &a.transposed_operand(),
+        &b.operand(),
+        beta,
+        c,
+        ldc,
+        true,
+    );
 }

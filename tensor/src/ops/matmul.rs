@@ -1,80 +1,35 @@
-//! Matrix products: 2-D and batched with broadcast batch axes, through
-//! matrixmultiply's GEMM with the operands' strides passed through (a transposed
+//! Matrix products: 2-D and batched with broadcast batch axes, through the engine's
+//! GEMM (`kernels::gemm`) with the operands' strides passed through (a transposed
 //! view costs no copy).
 //!
-//! Parallelism: batch entries run in parallel; a single large product is split into
-//! blocks of rows (or of columns when there are few rows), one per thread. The inner
-//! dimension is never split, and matrixmultiply computes every output element with
-//! the same sequence of operations whatever block it belongs to (its k-blocking does
-//! not depend on m or n), so the result is bitwise independent of the split and hence
-//! of the thread count. `tests/reproducibility.rs` checks both claims.
+//! Parallelism: batch entries run in parallel; a single large product is split by
+//! the GEMM into tasks that own disjoint tiles. The inner dimension is never split,
+//! and the GEMM computes every output element with the same sequence of operations
+//! whatever tile or task it belongs to, so the result is bitwise independent of the
+//! split and hence of the thread count. `tests/reproducibility.rs` checks both
+//! claims.
 
 use crate::element::Element;
 use crate::error::{fmt_shape, Error, Result};
-use crate::kernels::MatRef;
+use crate::kernels::{gemm, MatRef};
 use crate::layout::{broadcast_shapes, checked_numel};
 use crate::parallel;
 use crate::storage;
 use crate::tensor::Tensor;
 
-/// Products with fewer multiply-adds than this run on one thread: waking a sleeping
-/// worker costs about 20 µs on a 2-core machine, the time of a 2²³-multiply-add
-/// product, and below it the split only loses (measured on 64×128 by 128×128: 10.6 µs
-/// on one thread, 28.5 µs split).
-const PAR_WORK: usize = 1 << 23;
-/// Row blocks are multiples of this (the micro-kernel height).
-const ROW_ALIGN: usize = 8;
-/// Column blocks are multiples of this.
-const COL_ALIGN: usize = 64;
-
-/// `c = a · b` for one matrix (c row-major with row stride n), using the threads.
-///
-/// Each block packs its own copy of the operand it shares: a row split repacks B
-/// (k·n elements) per block, a column split repacks A (m·k). The split that repacks
-/// the smaller operand wins; with a batch of 128 rows against a 784×512 weight,
-/// packing the shared weight twice would cost a third of the multiply.
+/// `c = a · b` for one matrix (c row-major with row stride n), split across the
+/// threads when large (the GEMM's tasks own disjoint tiles; the result is the same
+/// bits whatever the split).
 pub(crate) fn gemm_parallel<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: &mut [T]) {
-    let (m, k, n) = (a.rows, a.cols, b.cols);
-    let threads = parallel::threads();
-    let prefer_columns = m < n && n >= 2 * COL_ALIGN;
-    if m * n * k < PAR_WORK || threads == 1 {
-        T::gemm(a, b, c, n);
-    } else if m >= 2 * ROW_ALIGN && !prefer_columns {
-        let rows = m.div_ceil(threads).div_ceil(ROW_ALIGN) * ROW_ALIGN;
-        parallel::for_each_chunk_if(&mut c[..m * n], rows * n, true, |start, chunk| {
-            let r0 = start / n;
-            let sub = MatRef {
-                offset: (a.offset as isize + r0 as isize * a.row_stride) as usize,
-                rows: chunk.len() / n,
-                ..a
-            };
-            T::gemm(sub, b, chunk, n);
-        });
-    } else if n >= 2 * COL_ALIGN {
-        let cols = n.div_ceil(threads).div_ceil(COL_ALIGN) * COL_ALIGN;
-        let blocks = n.div_ceil(cols);
-        let parts = parallel::map_collect(blocks, m * k * n, |j| {
-            let c0 = j * cols;
-            let w = cols.min(n - c0);
-            let sub = MatRef {
-                offset: (b.offset as isize + c0 as isize * b.col_stride) as usize,
-                cols: w,
-                ..b
-            };
-            let mut buf = vec![T::zero(); m * w];
-            T::gemm(a, sub, &mut buf, w);
-            buf
-        });
-        for (j, buf) in parts.iter().enumerate() {
-            let c0 = j * cols;
-            let w = buf.len() / m.max(1);
-            for r in 0..m {
-                c[r * n + c0..r * n + c0 + w].copy_from_slice(&buf[r * w..(r + 1) * w]);
-            }
-        }
-    } else {
-        T::gemm(a, b, c, n);
-    }
+    gemm::gemm(
+        T::ONE,
+        &a.transposed_operand(),
+        &b.operand(),
+        T::ZERO,
+        c,
+        b.cols,
+        true,
+    );
 }
 
 /// Storage offsets of every batch entry of a layout broadcast to `batch ++ [r, c]`.
@@ -159,7 +114,7 @@ impl<T: Element> Tensor<T> {
             let b = view(db, offs_b[0], k, n, lb.strides());
             gemm_parallel(a, b, &mut out);
         } else {
-            let par = offs_a.len() * m * n * k >= PAR_WORK;
+            let par = offs_a.len() * m * n * k >= gemm::PAR_WORK;
             parallel::for_each_chunk_if(&mut out, m * n, par, |start, c| {
                 let i = start / (m * n);
                 let a = view(da, offs_a[i], m, k, la.strides());
