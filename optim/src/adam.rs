@@ -5,6 +5,7 @@ use crate::optimizer::{
     Optimizer, OptimizerState,
 };
 use nn::{Param, ParamGrads};
+use tensor::kernels::{adam_update, AdamSlices, AdamStep};
 use tensor::{Element, Error, Result, Tensor};
 
 /// Hyper-parameters of [`Adam`].
@@ -146,21 +147,30 @@ impl<T: Element> Optimizer<T> for Adam<T> {
                 let [po, mo, vo] = o else {
                     unreachable!("one parameter and two moments")
                 };
-                let n = x.len();
-                let (g, m, v) = (&g[..n], &b[0][..n], &b[1][..n]);
-                let (po, mo, vo) = (&mut po[..n], &mut mo[..n], &mut vo[..n]);
-                for i in 0..n {
-                    let (xi, gi) = if decoupled {
-                        (x[i] - lr * wd * x[i], g[i])
-                    } else {
-                        (x[i], g[i] + wd * x[i])
-                    };
-                    let mi = b1 * m[i] + (T::one() - b1) * gi;
-                    let vi = b2 * v[i] + (T::one() - b2) * gi * gi;
-                    mo[i] = mi;
-                    vo[i] = vi;
-                    po[i] = xi - lr * (mi / bc1) / ((vi / bc2).sqrt() + eps);
-                }
+                let h = AdamStep {
+                    beta1: b1,
+                    beta2: b2,
+                    correction1: bc1,
+                    correction2: bc2,
+                    lr,
+                    eps,
+                    weight_decay: wd,
+                    decoupled,
+                };
+                let (x_out, m_out, v_out) = (&mut **po, &mut **mo, &mut **vo);
+                let (m, v) = (b[0], b[1]);
+                adam_update(
+                    &h,
+                    AdamSlices {
+                        x,
+                        g,
+                        m,
+                        v,
+                        x_out,
+                        m_out,
+                        v_out,
+                    },
+                );
             })?;
             updates.push((new_p, moments));
         }

@@ -398,10 +398,8 @@ impl<T: Element> Tensor<T> {
     /// True when no element is NaN or infinite.
     pub fn all_finite(&self) -> bool {
         let c = self.contiguous();
-        c.as_slice()
-            .expect("contiguous")
-            .iter()
-            .fold(true, |ok, x| ok & x.is_finite())
+        let s = c.as_slice().expect("contiguous");
+        crate::kernels::simd_scope(|| s.iter().fold(true, |ok, x| ok & x.is_finite()))
     }
 
     /// Bitwise equality of shape and elements (NaNs with the same bits compare equal).

@@ -7,12 +7,14 @@
 //! relative tolerance of 1e-6). `f64` always uses the standard library, so numerics
 //! checked in `f64` are those of the platform's libm.
 
+mod adam;
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 pub mod gemm;
 mod portable;
 mod runs;
 
+pub use adam::{adam_update, AdamSlices, AdamStep};
 pub use runs::{copy_run, zero_run};
 
 /// A strided matrix view into a slice (rows and columns with their strides).

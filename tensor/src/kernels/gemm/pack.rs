@@ -79,7 +79,7 @@ impl<T: Scalar> PanelSource<T> for Strided<'_, T> {
         if self.width_stride == 1 {
             for (p, row) in out.chunks_exact_mut(w).enumerate() {
                 let s = at(p, 0);
-                row[..valid].copy_from_slice(&self.data[s..s + valid]);
+                crate::kernels::copy_run(&mut row[..valid], &self.data[s..s + valid]);
             }
         } else if self.depth_stride == 1 {
             let ld = self.width_stride;
