@@ -13,9 +13,11 @@ mod avx2;
 pub mod gemm;
 mod portable;
 mod runs;
+mod trsm;
 
 pub use adam::{adam_update, AdamSlices, AdamStep};
 pub use runs::{copy_run, zero_run};
+pub use trsm::{solve_lower_columns, MAX_ORDER};
 
 /// A strided matrix view into a slice (rows and columns with their strides).
 #[derive(Clone, Copy, Debug)]
@@ -169,6 +171,24 @@ fn has_avx2_fma() -> bool {
             let yes = !portable_forced()
                 && std::arch::is_x86_feature_detected!("avx2")
                 && std::arch::is_x86_feature_detected!("fma");
+            STATE.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
+            yes
+        }
+    }
+}
+
+/// Whether the AVX-512 (F) paths run: the CPU has it and the portable kernels are
+/// not forced. Cached as [`has_avx2_fma`] is.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn has_avx512() -> bool {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    static STATE: AtomicU8 = AtomicU8::new(0);
+    match STATE.load(Ordering::Relaxed) {
+        2 => true,
+        1 => false,
+        _ => {
+            let yes = !portable_forced() && std::arch::is_x86_feature_detected!("avx512f");
             STATE.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
             yes
         }

@@ -7,7 +7,8 @@ use super::Scalar;
 use std::any::TypeId;
 
 /// Packs the transpose of a block: `out[p·w + j] = data[start + j·ld + p]` for
-/// `j < cols`, `p < kc` (the other columns of `out` are left as they are).
+/// `j < cols`, `p < kc` (the other columns of `out` are left as they are; `w` is
+/// the row stride of `out`).
 ///
 /// # Panics
 /// When a source row `start + j·ld .. + kc` leaves `data`, or `out` is shorter
@@ -22,7 +23,7 @@ pub fn pack_transposed<T: Scalar>(
     w: usize,
 ) {
     assert!(
-        cols <= w && out.len() >= kc * w,
+        cols <= w && (kc == 0 || out.len() >= (kc - 1) * w + cols),
         "pack_transposed: panel too small"
     );
     let row = |j: usize| -> &[T] {
