@@ -3,17 +3,18 @@
 # scripts beside this one), pinned to the same two cores, one after the other, and
 # prints the medians at 1 and 2 threads with the ratios.
 #
-#   benches/peers/compare.sh convnet|resnet18|mlp|linalg [PYTHON]
+#   benches/peers/compare.sh convnet|resnet18|mlp|linalg|sgemm [PYTHON]
 #
 # `linalg` compares Cholesky, QR and eigh at n = 512 (f64, on both cores) with
-# NumPy's LAPACK (numpy_linalg.py).
+# NumPy's LAPACK (numpy_linalg.py); `sgemm` the 1024 × 1024 f32 product at 1 and 2
+# threads with torch.matmul and numpy.matmul (torch_sgemm.py).
 #
 # PYTHON is an interpreter with torch (and jax[cpu], for the workloads that have a
 # JAX script) installed, e.g. from `python3 -m venv /tmp/peer && /tmp/peer/bin/pip
 # install torch "jax[cpu]"`; default python3. The figures are of this machine only.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-workload=${1:?usage: benches/peers/compare.sh convnet|resnet18|mlp|linalg [PYTHON]}
+workload=${1:?usage: benches/peers/compare.sh convnet|resnet18|mlp|linalg|sgemm [PYTHON]}
 py=${2:-python3}
 if [ "$workload" = linalg ]; then
     taskset -c 0,1 cargo bench -q -p benches --bench linalg_fft -- 'linalg_f64/(cholesky|qr|eigh)/512' > /dev/null
@@ -29,6 +30,24 @@ for op in ["cholesky", "qr", "eigh"]:
 PY
     exit 0
 fi
+if [ "$workload" = sgemm ]; then
+    taskset -c 0,1 cargo bench -q -p benches --bench tensor_ops -- 'matmul_f32/tensor_(1thread|2threads)/1024' > /dev/null
+    peers=$(taskset -c 0,1 "$py" benches/peers/torch_sgemm.py 1 2)
+    "$py" - "$peers" <<'PY'
+import json, re, sys
+print("sgemm 1024 × 1024 f32: median ms (this engine / PyTorch / NumPy) and this engine's ratio to each")
+for t, id in [(1, "tensor_1thread"), (2, "tensor_2threads")]:
+    ours = json.load(open(f"target/criterion/matmul_f32/{id}/1024/new/estimates.json"))["median"]["point_estimate"] / 1e6
+    def peer(name):
+        m = re.search(rf"sgemm 1024 {name} {t} thread\(s\): median ([0-9.]+) ms", sys.argv[1])
+        return float(m.group(1)) if m else None
+    torch_ms, numpy_ms = peer("torch"), peer("numpy")
+    line = f"  {t} thread(s): {ours:.2f} / {torch_ms:.2f} / " + (f"{numpy_ms:.2f}" if numpy_ms else "—")
+    line += f"   ×{ours / torch_ms:.2f} PyTorch" + (f", ×{ours / numpy_ms:.2f} NumPy" if numpy_ms else "")
+    print(line + f"   ({2 * 1024**3 / ours / 1e6:.0f} GFLOP/s)")
+PY
+    exit 0
+fi
 case $workload in
     convnet) bench=conv; group=convnet_3_64_64_b32_32x32_f32_adam; id=step
              torch=torch_convnet_step.py; jax=jax_convnet_step.py ;;
@@ -36,7 +55,7 @@ case $workload in
               torch=torch_resnet18_step.py; jax= ;;
     mlp) bench=training_step; group=train_step_mlp_784_512_512_10_b128_f32_adam; id=step
          torch=torch_mlp_step.py; jax=jax_mlp_step.py ;;
-    *) echo "unknown workload '$workload' (convnet, resnet18, mlp or linalg)" >&2; exit 2 ;;
+    *) echo "unknown workload '$workload' (convnet, resnet18, mlp, linalg or sgemm)" >&2; exit 2 ;;
 esac
 taskset -c 0,1 cargo bench -q -p benches --bench "$bench" -- "$group" > /dev/null
 ours=()

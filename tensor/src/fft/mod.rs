@@ -7,8 +7,14 @@
 //! shape `[a, b, 2]`, so every real op (and autograd) applies to it unchanged. Axes
 //! given to the complex transforms count the complex axes only (the trailing pair is
 //! not an axis of the transform).
+//!
+//! [`FftPlan`] runs the same transforms on the caller's own split buffers, with no
+//! per-call cost beyond the transform.
 
 mod plan;
+mod reusable;
+
+pub use reusable::FftPlan;
 
 use crate::element::Element;
 use crate::error::{fmt_shape, Error, Result};

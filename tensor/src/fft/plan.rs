@@ -15,6 +15,7 @@
 //! shorter than eight lanes.
 
 use crate::element::Element;
+use crate::kernels::fft;
 use crate::storage;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -35,8 +36,9 @@ struct Stage<T> {
 
 /// How a plan computes its transform.
 enum Algorithm<T> {
-    /// Stockham stages (product of radices = n).
-    Stockham(Vec<Stage<T>>),
+    /// Stockham stages (product of radices = n), and their vectorised form when
+    /// this CPU and every stage's shape have one.
+    Stockham(Vec<Stage<T>>, Option<fft::Stockham<T>>),
     /// Bluestein: a convolution of length m (a power of two) with a chirp.
     Bluestein {
         m: usize,
@@ -124,7 +126,7 @@ fn build<T: Element>(n: usize) -> Plan<T> {
     let algorithm = match factorise(n) {
         Some(radices) => {
             let (mut len, mut s) = (n, 1);
-            let stages = radices
+            let stages: Vec<Stage<T>> = radices
                 .into_iter()
                 .map(|radix| {
                     let m = len / radix;
@@ -137,7 +139,24 @@ fn build<T: Element>(n: usize) -> Plan<T> {
                     st
                 })
                 .collect();
-            Algorithm::Stockham(stages)
+            let refs: Vec<fft::StageRef<'_, T>> = stages
+                .iter()
+                .map(|st: &Stage<T>| {
+                    let w = |u: usize| {
+                        st.tw
+                            .get(u)
+                            .map_or((&[][..], &[][..]), |t| (&t.0[..], &t.1[..]))
+                    };
+                    let (w1, w2, w3) = (w(0), w(1), w(2));
+                    fft::StageRef {
+                        radix: st.radix,
+                        s: st.s,
+                        tw: [w1.0, w1.1, w2.0, w2.1, w3.0, w3.1],
+                    }
+                })
+                .collect();
+            let vector = fft::Stockham::new(n, &refs);
+            Algorithm::Stockham(stages, vector)
         }
         None => {
             let m = (2 * n - 1).next_power_of_two();
@@ -186,7 +205,7 @@ impl<T: Element> Plan<T> {
                 i: storage::Scratch::new(*m, T::zero()),
                 inner: inner.scratch(),
             })),
-            Algorithm::Stockham(_) => None,
+            Algorithm::Stockham(..) => None,
         };
         Scratch {
             // Stockham's ping-pong buffers; Bluestein keeps its own.
@@ -199,9 +218,12 @@ impl<T: Element> Plan<T> {
     pub(crate) fn forward(&self, re: &mut [T], im: &mut [T], scratch: &mut Scratch<T>) {
         debug_assert!(re.len() == self.n && im.len() == self.n);
         match &self.algorithm {
-            Algorithm::Stockham(stages) => {
+            Algorithm::Stockham(stages, vector) => {
                 let (r, i) = scratch.ri.split_at_mut(self.n);
-                stockham(stages, &self.tw, re, im, r, i)
+                match vector {
+                    Some(v) => v.run(re, im, r, i),
+                    None => stockham(stages, &self.tw, re, im, r, i),
+                }
             }
             Algorithm::Bluestein {
                 m,
@@ -267,7 +289,9 @@ fn stockham<T: Element>(
     }
 }
 
-/// The radix-4 butterfly with twiddles, on values (a, b, c, d).
+/// The radix-4 butterfly with twiddles, on values (a, b, c, d); with `rotate`
+/// false (a stage of one group, whose twiddles are all 1) the outputs are not
+/// multiplied.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn bfly4<T: Element>(
@@ -278,6 +302,7 @@ fn bfly4<T: Element>(
     w1: (T, T),
     w2: (T, T),
     w3: (T, T),
+    rotate: bool,
 ) -> [(T, T); 4] {
     let apc = (a.0 + c.0, a.1 + c.1);
     let amc = (a.0 - c.0, a.1 - c.1);
@@ -287,6 +312,9 @@ fn bfly4<T: Element>(
     let t1 = (amc.0 - jbmd.0, amc.1 - jbmd.1);
     let t2 = (apc.0 - bpd.0, apc.1 - bpd.1);
     let t3 = (amc.0 + jbmd.0, amc.1 + jbmd.1);
+    if !rotate {
+        return [(apc.0 + bpd.0, apc.1 + bpd.1), t1, t2, t3];
+    }
     [
         (apc.0 + bpd.0, apc.1 + bpd.1),
         (t1.0 * w1.0 - t1.1 * w1.1, t1.0 * w1.1 + t1.1 * w1.0),
@@ -331,6 +359,7 @@ fn stage4_first<T: Element>(st: &Stage<T>, xr: &[T], xi: &[T], yr: &mut [T], yi:
             (w1r[p], w1i[p]),
             (w2r[p], w2i[p]),
             (w3r[p], w3i[p]),
+            m > 1,
         );
         for u in 0..4 {
             yr[4 * p + u] = o[u].0;
@@ -375,6 +404,7 @@ fn stage4<T: Element>(st: &Stage<T>, xr: &[T], xi: &[T], yr: &mut [T], yi: &mut 
                 w1,
                 w2,
                 w3,
+                m > 1,
             );
             y0r[q] = v[0].0;
             y0i[q] = v[0].1;
@@ -404,8 +434,12 @@ fn stage2<T: Element>(st: &Stage<T>, xr: &[T], xi: &[T], yr: &mut [T], yi: &mut 
             y0r[q] = ar[q] + br[q];
             y0i[q] = ai[q] + bi[q];
             let (dr, di) = (ar[q] - br[q], ai[q] - bi[q]);
-            y1r[q] = dr * wr - di * wi;
-            y1i[q] = dr * wi + di * wr;
+            // One group: its twiddle is 1.
+            (y1r[q], y1i[q]) = if m > 1 {
+                (dr * wr - di * wi, dr * wi + di * wr)
+            } else {
+                (dr, di)
+            };
         }
     }
 }
@@ -447,5 +481,39 @@ fn stage_generic<T: Element>(
                 yi[q + s * (p * pp + u)] = sr * wi + si * wr;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The vectorised stages (`kernels::fft`) give the scalar stages' bits, for every
+    /// stage shape they take: the first stage (s = 1), the f32 s = 4 stage, whole
+    /// vectors, the one-group last stage, and a radix-2 last stage.
+    #[test]
+    fn vector_stages_give_the_scalar_bits() {
+        fn check<T: Element>() {
+            for n in [16usize, 32, 64, 128, 256, 512, 2048, 4096] {
+                let p = build::<T>(n);
+                let Algorithm::Stockham(stages, Some(vector)) = &p.algorithm else {
+                    // No AVX2 here (or the portable kernels forced): nothing to compare.
+                    continue;
+                };
+                let x: Vec<T> = (0..2 * n)
+                    .map(|i| T::from_f64(((i * 7919) % 1000) as f64 / 77.0 - 6.0))
+                    .collect();
+                let (mut ar, mut ai) = (x[..n].to_vec(), x[n..].to_vec());
+                let (mut br, mut bi) = (ar.clone(), ai.clone());
+                let (mut yr, mut yi) = (vec![T::zero(); n], vec![T::zero(); n]);
+                vector.run(&mut ar, &mut ai, &mut yr, &mut yi);
+                stockham(stages, &p.tw, &mut br, &mut bi, &mut yr, &mut yi);
+                let bits = |v: &[T]| v.iter().map(|x| x.as_f64().to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&ar), bits(&br), "real parts, n = {n}");
+                assert_eq!(bits(&ai), bits(&bi), "imaginary parts, n = {n}");
+            }
+        }
+        check::<f32>();
+        check::<f64>();
     }
 }

@@ -10,6 +10,7 @@
 mod adam;
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+pub mod fft;
 pub mod gemm;
 mod portable;
 mod runs;

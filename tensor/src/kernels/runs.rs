@@ -47,7 +47,7 @@ pub fn zero_run<T: Scalar>(dst: &mut [T]) {
 /// 4), not overlapping.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn avx2_copy(dst: *mut u8, src: *const u8, bytes: usize) {
+pub(super) unsafe fn avx2_copy(dst: *mut u8, src: *const u8, bytes: usize) {
     use std::arch::x86_64::*;
     // Whole 32-byte blocks, then one last block ending at the end (overlapping the
     // previous one: it writes the same values again); shorter runs by 16, 8 and 4.
