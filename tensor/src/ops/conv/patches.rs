@@ -107,31 +107,86 @@ struct Run {
     len: usize,
 }
 
-/// The runs of the chunk's positions `q0..q1`.
-fn runs(geo: &Geometry, q0: usize, q1: usize) -> Vec<Run> {
-    let mut out = Vec::with_capacity((q1 - q0) / geo.wo.max(1) + 2);
-    if q0 >= q1 {
-        return out;
-    }
-    let (mut img, pos) = (q0 / geo.p(), q0 % geo.p());
-    let (mut oy, mut ox0) = (pos / geo.wo, pos % geo.wo);
-    let mut t = 0;
-    while t < q1 - q0 {
-        let len = (geo.wo - ox0).min(q1 - q0 - t);
-        out.push(Run {
-            t,
-            img,
-            oy,
-            ox0,
-            len,
-        });
-        t += len;
-        (ox0, oy) = (0, oy + 1);
-        if oy == geo.ho {
-            (oy, img) = (0, img + 1);
+/// The runs of the chunk's positions `q0..q1`, in order: the first found by
+/// division once, the others by stepping (so that walking them again for every row
+/// of a panel costs no division and no allocation).
+#[derive(Clone, Copy)]
+struct Runs {
+    next: Run,
+    wo: usize,
+    ho: usize,
+    left: usize,
+}
+
+impl Runs {
+    fn new(geo: &Geometry, q0: usize, q1: usize) -> Self {
+        let (img, pos) = (q0 / geo.p().max(1), q0 % geo.p().max(1));
+        let (oy, ox0) = (pos / geo.wo.max(1), pos % geo.wo.max(1));
+        let left = q1.saturating_sub(q0);
+        Runs {
+            next: Run {
+                t: 0,
+                img,
+                oy,
+                ox0,
+                len: (geo.wo - ox0).min(left),
+            },
+            wo: geo.wo,
+            ho: geo.ho,
+            left,
         }
     }
-    out
+}
+
+impl Iterator for Runs {
+    type Item = Run;
+    fn next(&mut self) -> Option<Run> {
+        if self.left == 0 {
+            return None;
+        }
+        let run = self.next;
+        self.left -= run.len;
+        let (mut img, mut oy) = (run.img, run.oy + 1);
+        if oy == self.ho {
+            (oy, img) = (0, img + 1);
+        }
+        self.next = Run {
+            t: run.t + run.len,
+            img,
+            oy,
+            ox0: 0,
+            len: self.wo.min(self.left),
+        };
+        Some(run)
+    }
+}
+
+/// The runs as (first column, length, padded-image base offset), in `stack` when
+/// they fit (a panel's few), else in `heap`.
+fn placed<'a>(
+    runs: Runs,
+    base: impl Fn(&Run) -> usize,
+    stack: &'a mut [(usize, usize, usize); 64],
+    heap: &'a mut Vec<(usize, usize, usize)>,
+) -> &'a [(usize, usize, usize)] {
+    let mut count = 0;
+    for run in runs {
+        let item = (run.t, run.len, base(&run));
+        if count < stack.len() {
+            stack[count] = item;
+        } else {
+            if heap.is_empty() {
+                heap.extend_from_slice(&stack[..]);
+            }
+            heap.push(item);
+        }
+        count += 1;
+    }
+    if count <= stack.len() {
+        &stack[..count]
+    } else {
+        heap
+    }
 }
 
 impl Run {
@@ -158,14 +213,20 @@ pub(super) fn im2col_rows<T: Element>(
     ld: usize,
 ) {
     let sw = geo.spec.stride.1;
-    let runs = runs(geo, q0, q1);
-    let bases: Vec<usize> = runs.iter().map(|run| run.base(geo, x, g)).collect();
+    let mut stack = [(0, 0, 0); 64];
+    let mut heap = Vec::new();
+    let runs = placed(
+        Runs::new(geo, q0, q1),
+        |run| run.base(geo, x, g),
+        &mut stack,
+        &mut heap,
+    );
     for (&tap, dst) in taps[r0..r1].iter().zip(out.chunks_mut(ld)) {
-        for (run, &base) in runs.iter().zip(&bases) {
-            let out = &mut dst[run.t..run.t + run.len];
+        for &(t, len, base) in runs {
+            let out = &mut dst[t..t + len];
             let first = base + tap;
             if sw == 1 {
-                copy_run(out, &x.data[first..first + run.len]);
+                copy_run(out, &x.data[first..first + len]);
             } else {
                 for (k, o) in out.iter_mut().enumerate() {
                     *o = x.data[first + k * sw];
@@ -186,12 +247,18 @@ pub(super) fn col2im<T: Element>(
     dx: &mut Padded<T>,
 ) {
     let sw = geo.spec.stride.1;
-    let runs = runs(geo, q0, q1);
-    let bases: Vec<usize> = runs.iter().map(|run| run.base(geo, dx, g)).collect();
+    let mut stack = [(0, 0, 0); 64];
+    let mut heap = Vec::new();
+    let runs = placed(
+        Runs::new(geo, q0, q1),
+        |run| run.base(geo, dx, g),
+        &mut stack,
+        &mut heap,
+    );
     for (&tap, src) in taps.iter().zip(col.chunks(q1 - q0)) {
-        for (run, &base) in runs.iter().zip(&bases) {
+        for &(t, len, base) in runs {
             let first = base + tap;
-            for (k, &v) in src[run.t..run.t + run.len].iter().enumerate() {
+            for (k, &v) in src[t..t + len].iter().enumerate() {
                 dx.data[first + k * sw] = dx.data[first + k * sw] + v;
             }
         }
