@@ -1,11 +1,16 @@
 //! The kernel room: the only module of the workspace with `unsafe` and `std::arch`.
 //!
 //! It holds the engine's GEMM (`gemm`: packed, blocked, with AVX-512, AVX2/FMA and
-//! portable micro-kernels; the public entry checks slice bounds before every call) and the AVX2/FMA paths for f32 transcendentals, chosen
-//! at run time with a portable fallback. The fallback uses the standard library's
-//! functions; the AVX2 polynomials agree with them to a few ulp (tested below with a
-//! relative tolerance of 1e-6). `f64` always uses the standard library, so numerics
-//! checked in `f64` are those of the platform's libm.
+//! portable micro-kernels; operands that pack their own panels), and the explicit
+//! SIMD of a few hot loops, each chosen at run time with a portable fallback: the
+//! f32 transcendentals (AVX2 polynomials that agree with the standard library's
+//! functions to a few ulp, tested below with a relative tolerance of 1e-6; `f64`
+//! always uses the standard library, so numerics checked in `f64` are those of the
+//! platform's libm), Adam's fused update (`adam`), the many-right-hand-side
+//! triangular solve of the blocked Cholesky (`trsm`), the FFT's Stockham stages
+//! (`fft`), and short copies and fills (`runs`). Where a kernel's operations are
+//! the portable path's (Adam, the FFT), it gives the same bits; where it fuses
+//! multiply-adds (GEMM, the solve), it agrees to rounding, as its tests state.
 
 mod adam;
 #[cfg(target_arch = "x86_64")]

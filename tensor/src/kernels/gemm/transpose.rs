@@ -66,8 +66,9 @@ fn simd_blocks<'a, T: Scalar>(
         let pfull = kc / 8 * 8;
         if TypeId::of::<T>() == TypeId::of::<f32>() {
             // SAFETY: AVX2 is present (checked by the caller); every row holds kc
-            // elements, so the blocks at p < pfull ≤ kc − 8 + 8 are in bounds; out
-            // holds kc·w elements and columns jb..jb+8 ≤ cols ≤ w.
+            // elements and the loads stay below pfull ≤ kc; the stores go to rows
+            // below pfull ≤ kc of `out`, columns jb..jb+8 ≤ cols, all inside the
+            // (kc − 1)·w + cols elements `out` holds (checked on entry).
             unsafe {
                 avx2_f32_blocks(
                     rows.map(|r| r.as_ptr().cast::<f32>()),
@@ -138,7 +139,7 @@ unsafe fn avx2_f32_blocks(src: [*const f32; 8], pfull: usize, out: *mut f32, w: 
             _mm256_permute2f128_ps::<0x31>(u3, u7),
         ];
         for (q, v) in cols.into_iter().enumerate() {
-            // SAFETY: row p + q < pfull of out, columns jb..jb + 8 ≤ w.
+            // SAFETY: row p + q < pfull of out, columns jb..jb + 8 ≤ cols.
             unsafe { _mm256_storeu_ps(out.add((p + q) * w + jb), v) };
         }
     }

@@ -12,6 +12,7 @@ use super::{Geometry, PAR_CONV_WORK};
 use crate::element::Element;
 use crate::kernels::gemm;
 use crate::parallel;
+use crate::storage::Scratch;
 
 /// The chunks: (first image, images) pairs covering the batch.
 fn chunks(geo: &Geometry) -> Vec<(usize, usize)> {
@@ -57,9 +58,8 @@ fn gather_positions<T: Element>(
     out
 }
 
-/// Adds nothing, writes: the `[rows, q1 − q0]` block `src` into rows `co0..` of the
-/// chunk's output-shaped `y` at positions `q0..q1` (the inverse of
-/// [`gather_positions`]).
+/// Writes the `[rows, q1 − q0]` block `src` into rows `co0..` of the chunk's
+/// output-shaped `y` at positions `q0..q1` (the inverse of [`gather_positions`]).
 fn scatter_positions<T: Element>(
     geo: &Geometry,
     src: &[T],
@@ -106,7 +106,8 @@ pub(super) fn forward<T: Element>(geo: &Geometry, xs: &[T], ws: &[T], out: &mut 
                     q0,
                     q1,
                 };
-                let mut tmp = vec![T::zero(); cog * (q1 - q0)];
+                // Fully written by the GEMM (β = 0), so a recycled buffer will do.
+                let mut tmp = Scratch::new(cog * (q1 - q0), T::zero());
                 gemm::gemm(T::ONE, &w_t, &b, T::ZERO, &mut tmp, q1 - q0, true);
                 scatter_positions(geo, &tmp, g * cog, q0, q1, region);
             }
