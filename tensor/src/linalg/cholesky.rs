@@ -1,6 +1,10 @@
-//! Blocked Cholesky factorisation A = L Lᵀ, right-looking: most of its work is GEMM
-//! updates of the trailing matrix, the rest triangular solves that run many
-//! right-hand sides to a vector (`kernels::solve_lower_columns`).
+//! Recursive blocked Cholesky factorisation A = L Lᵀ: the matrix is halved, the
+//! first half factored, the panel to its right solved, the second half's trailing
+//! matrix updated, the second half factored. Most of the work is then GEMM updates
+//! of depth n/2, n/4, … (the deeper the update, the closer the GEMM runs to its
+//! peak), the rest triangular solves that run many right-hand sides to a vector
+//! (`kernels::solve_lower_columns`) and, for blocks of at most [`LEAF`] rows,
+//! scalar row operations.
 //!
 //! It works on the upper factor R = Lᵀ of a row-major copy of Aᵀ (made by the
 //! transposed copy that reads A's lower triangle), where every operand — the
@@ -11,129 +15,139 @@ use super::{per_matrix, square};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::kernels::gemm::{self, pack_transposed, Strided};
-use crate::kernels::solve_lower_columns;
+use crate::kernels::{solve_lower_columns, MAX_ORDER};
 use crate::layout::Layout;
 use crate::parallel;
 use crate::storage;
 use crate::tensor::Tensor;
 
-/// Rows per block step (the depth of the trailing updates; at most
-/// `kernels::MAX_ORDER`).
+/// Rows per block of a trailing update split into blocks of rows (and the tile of
+/// the transposed copy).
 const NB: usize = 64;
 /// Diagonal blocks up to this order are factored by scalar row operations.
 const LEAF: usize = 16;
-/// Multiply-adds of a step's trailing update below which it stays on one thread.
-const PAR_UPDATE: usize = 1 << 20;
+/// Multiply-adds of an update or solve below which it stays on one thread. Set by
+/// measurement on a 2-core machine (`linalg_f64/cholesky` at n = 512 and 1024):
+/// below this, the time an update or solve saved on a second core was less than
+/// that of moving its block between the cores' caches and waking the core, and the
+/// factorisation ran slower on two threads than on one.
+const PAR_WORK: usize = 1 << 26;
 
-/// Factors in place the n×n row-major `r` (row stride `ld`), whose upper triangle
-/// holds A's (A is symmetric: the transposed copy of its lower triangle), into R
-/// (A = RᵀR) in the upper triangle; what lies below the diagonal afterwards is
-/// meaningless. On failure returns the pivot index and the value that was not
-/// positive.
+/// A block of rows of R as a GEMM operand: rows `row..row + depth`, columns
+/// `col..col + width` of the row-major `r` with row stride `ld`.
+fn rows_of<T: Element>(
+    r: &[T],
+    ld: usize,
+    row: usize,
+    depth: usize,
+    col: usize,
+    width: usize,
+) -> Strided<'_, T> {
+    Strided {
+        data: r,
+        offset: row * ld + col,
+        depth,
+        width,
+        depth_stride: ld as isize,
+        width_stride: 1,
+    }
+}
+
+/// Upper Cholesky in place of the size-`size` diagonal block at (`at`, `at`) of the
+/// row-major `r` (row stride `ld`), whose upper triangle holds A's (A is
+/// symmetric: the transposed copy of its lower triangle); what lies below the
+/// diagonal afterwards is meaningless. On failure returns the pivot index and the
+/// value that was not positive (the pivots are finished in order, so it is the
+/// first).
 ///
-/// Block step k, with the rows `k0..k0 + nb` of the block:
-/// 1. the diagonal block is factored (recursively: halves, a panel solve and a
-///    GEMM update between them, scalar leaves);
-/// 2. the block's rows to the right of it solve `R₁₁ᵀ R₁₂ = A₁₂`, the columns in
-///    parallel;
-/// 3. the trailing upper triangle takes `A₂₂ −= R₁₂ᵀ R₁₂`, one GEMM per block of
-///    rows (columns from its diagonal block on), the blocks in parallel.
+/// With the block split after `h` rows (R₁₁, R₁₂ above, R₂₂ below):
+/// 1. R₁₁ is factored (recursively);
+/// 2. the rows of R₁₂ solve `R₁₁ᵀ R₁₂ = A₁₂` ([`solve_panel`]);
+/// 3. the upper triangle of A₂₂ takes `A₂₂ −= R₁₂ᵀ R₁₂` ([`update_trailing`]);
+/// 4. R₂₂ is factored (recursively).
 ///
 /// Every element is computed by the same operations whatever the thread count: the
 /// blocks and columns only decide who computes what.
-fn factor_upper<T: Element>(
+fn factor<T: Element>(
     r: &mut [T],
-    n: usize,
     ld: usize,
-) -> std::result::Result<(), (usize, T)> {
-    let mut k0 = 0;
-    while k0 < n {
-        let nb = NB.min(n - k0);
-        factor_diagonal(r, ld, k0, nb)?;
-        let r1 = k0 + nb;
-        let right = n - r1;
-        if right > 0 {
-            let par = right * right * nb >= PAR_UPDATE;
-            let l11 = lower_copy(r, ld, k0, nb);
-            solve_lower_columns(&l11, nb, nb, &mut r[k0 * ld + r1..], ld, right, par);
-            let (top, rest) = r.split_at_mut(r1 * ld);
-            let r12 = |from: usize, width: usize| Strided {
-                data: &*top,
-                offset: k0 * ld + r1 + from,
-                depth: nb,
-                width,
-                depth_stride: ld as isize,
-                width_stride: 1,
-            };
-            parallel::for_each_chunk_if(&mut rest[..right * ld], NB * ld, par, |start, rows| {
-                let (i0, m) = (start / ld, rows.len() / ld);
-                // Rows i0..i0+m of the trailing matrix, columns i0.. (from their
-                // diagonal block on, whose lower part is never read).
-                let c = &mut rows[r1 + i0..];
-                gemm::gemm(
-                    -T::one(),
-                    &r12(i0, m),
-                    &r12(i0, right - i0),
-                    T::one(),
-                    c,
-                    ld,
-                    false,
-                );
-            });
-        }
-        k0 = r1;
-    }
-    Ok(())
-}
-
-/// R₁₁ᵀ of the `nb`-row diagonal block at `k0`, as a compact lower-triangular copy
-/// (the triangular solves read it by rows).
-fn lower_copy<T: Element>(r: &[T], n: usize, k0: usize, nb: usize) -> Vec<T> {
-    let mut l = vec![T::zero(); nb * nb];
-    for q in 0..nb {
-        for j in q..nb {
-            l[j * nb + q] = r[(k0 + q) * n + k0 + j];
-        }
-    }
-    l
-}
-
-/// Upper Cholesky of the size-`size` diagonal block at (`at`, `at`) of the n×n `r`
-/// (its upper triangle; the lower part of the block may be overwritten): halves
-/// until [`LEAF`], the second half updated by the first's panel.
-fn factor_diagonal<T: Element>(
-    r: &mut [T],
-    n: usize,
     at: usize,
     size: usize,
 ) -> std::result::Result<(), (usize, T)> {
     if size <= LEAF {
-        return factor_leaf(r, n, at, size);
+        return factor_leaf(r, ld, at, size);
     }
-    let h = (size / 2).div_ceil(8) * 8;
+    // Halves on whole blocks of 64 rows for the large ones (so that the updates
+    // below work on aligned blocks), of 8 below.
+    let align = if size > 2 * NB { NB } else { 8 };
+    let h = (size / 2).div_ceil(align) * align;
     let w = size - h;
-    factor_diagonal(r, n, at, h)?;
-    let l11 = lower_copy(r, n, at, h);
-    solve_lower_columns(&l11, h, h, &mut r[at * n + at + h..], n, w, false);
-    let (top, rest) = r.split_at_mut((at + h) * n);
-    let r12 = Strided {
-        data: &*top,
-        offset: at * n + at + h,
-        depth: h,
-        width: w,
-        depth_stride: n as isize,
-        width_stride: 1,
-    };
+    factor(r, ld, at, h)?;
+    solve_panel(r, ld, at, h, at + h, w);
+    update_trailing(r, ld, at, h, at + h, w);
+    factor(r, ld, at + h, w)
+}
+
+/// Solves `R₁₁ᵀ X = B` in place, with R₁₁ the finished upper factor of order `h` at
+/// (`at`, `at`) and B the `h × w` block of rows `at..at + h`, columns
+/// `col..col + w`: directly against blocks of at most [`MAX_ORDER`] rows, by
+/// halves above that (the second half's rows updated by a GEMM with the first's
+/// solution).
+fn solve_panel<T: Element>(r: &mut [T], ld: usize, at: usize, h: usize, col: usize, w: usize) {
+    let par = h * h * w >= PAR_WORK;
+    if h <= MAX_ORDER {
+        let l11 = lower_copy(r, ld, at, h);
+        solve_lower_columns(&l11, h, h, &mut r[at * ld + col..], ld, w, par);
+        return;
+    }
+    let h1 = (h / 2).div_ceil(8) * 8;
+    let h2 = h - h1;
+    solve_panel(r, ld, at, h1, col, w);
+    let (top, rest) = r.split_at_mut((at + h1) * ld);
+    // Rows at + h1.. of B −= (R₁₁'s rows at..at + h1, columns at + h1..at + h)ᵀ · X₁.
     gemm::gemm(
         -T::one(),
-        &r12,
-        &r12,
+        &rows_of(top, ld, at, h1, at + h1, h2),
+        &rows_of(top, ld, at, h1, col, w),
         T::one(),
-        &mut rest[at + h..],
-        n,
-        false,
+        &mut rest[col..],
+        ld,
+        h1 * h2 * w >= PAR_WORK,
     );
-    factor_diagonal(r, n, at + h, w)
+    solve_panel(r, ld, at + h1, h2, col, w);
+}
+
+/// `A₂₂ −= R₁₂ᵀ R₁₂` on the upper triangle of the order-`w` block at (`col`, `col`),
+/// with R₁₂ the `h × w` block of rows `at..at + h`, columns `col..col + w`: one GEMM
+/// per block of [`NB`] rows, over its columns from its diagonal block on (the
+/// lower part of that block is computed but never read), the blocks in parallel.
+fn update_trailing<T: Element>(r: &mut [T], ld: usize, at: usize, h: usize, col: usize, w: usize) {
+    let (top, rest) = r.split_at_mut(col * ld);
+    let par = h * w * w / 2 >= PAR_WORK;
+    parallel::for_each_chunk_if(&mut rest[..w * ld], NB * ld, par, |start, rows| {
+        let (i0, m) = (start / ld, rows.len() / ld);
+        gemm::gemm(
+            -T::one(),
+            &rows_of(top, ld, at, h, col + i0, m),
+            &rows_of(top, ld, at, h, col + i0, w - i0),
+            T::one(),
+            &mut rows[col + i0..],
+            ld,
+            false,
+        );
+    });
+}
+
+/// R₁₁ᵀ of the `nb`-row diagonal block at `k0`, as a compact lower-triangular copy
+/// (the triangular solves read it by rows).
+fn lower_copy<T: Element>(r: &[T], ld: usize, k0: usize, nb: usize) -> Vec<T> {
+    let mut l = vec![T::zero(); nb * nb];
+    for q in 0..nb {
+        for j in q..nb {
+            l[j * nb + q] = r[(k0 + q) * ld + k0 + j];
+        }
+    }
+    l
 }
 
 /// Upper Cholesky of a small diagonal block by row operations: row j of R is
@@ -167,6 +181,22 @@ fn factor_leaf<T: Element>(
     Ok(())
 }
 
+/// Copies the lower triangle of the row-major n×n `a` into the upper triangle of
+/// `r` (row stride `ld`), transposed, by tiles of [`NB`] × [`NB`] that stay in the
+/// L1 cache on both sides (a copy that walked whole rows of `a` against whole
+/// columns of `r` took three times as long at n = 512). The diagonal tiles are
+/// copied whole: what lands below R's diagonal is never read.
+fn transpose_lower<T: Element>(a: &[T], n: usize, r: &mut [T], ld: usize) {
+    for jb in (0..n).step_by(NB) {
+        let rows = NB.min(n - jb);
+        for pb in (0..=jb).step_by(NB) {
+            let depth = if pb == jb { rows } else { NB };
+            let out = &mut r[pb * ld + jb..];
+            pack_transposed(a, jb * n + pb, n as isize, rows, depth, out, ld);
+        }
+    }
+}
+
 /// A row stride of at least `n` that is an odd multiple of 64 bytes' worth of
 /// `f64` plus one line: consecutive rows then fall in different L1 sets.
 fn row_stride(n: usize) -> usize {
@@ -190,8 +220,8 @@ impl<T: Element> Tensor<T> {
             // a transposition walks together would all fall in one set of the L1
             // cache (measured: a 512 × 512 f64 factorisation took 2.6× as long).
             let mut r = storage::scratch(n * ld, T::zero());
-            pack_transposed(a, 0, n as isize, n, n, &mut r, ld);
-            factor_upper(&mut r, n, ld).map_err(|(j, d)| {
+            transpose_lower(a, n, &mut r, ld);
+            factor(&mut r, ld, 0, n).map_err(|(j, d)| {
                 Error::numerical(
                     "cholesky",
                     format!("the matrix is not positive definite: pivot {j} is {d}"),
