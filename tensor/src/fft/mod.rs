@@ -18,6 +18,7 @@ pub use reusable::FftPlan;
 
 use crate::element::Element;
 use crate::error::{fmt_shape, Error, Result};
+use crate::kernels::{join_pairs, split_pairs};
 use crate::layout::normalize_axis;
 use crate::parallel;
 use crate::storage;
@@ -87,12 +88,22 @@ fn complex_axis(op: &'static str, t: &Tensor<impl Element>, axis: isize) -> Resu
     normalize_axis(op, axis, s.len() - 1)
 }
 
+/// The per-row buffers of [`along`]: the row's input split into (re, im) (`n`
+/// each) and its output parts (`out_len` each), which a row transform may use as it
+/// likes.
+struct RowBufs<'a, T> {
+    re: &'a mut [T],
+    im: &'a mut [T],
+    ore: &'a mut [T],
+    oim: &'a mut [T],
+}
+
 /// Transforms the rows of `t` along `axis`: the axis is moved last (for a complex
-/// tensor, just before the trailing pair) and made contiguous, each row is read into
-/// split (re, im) buffers (`complex_in` says whether rows are interleaved pairs or
-/// reals), `row(re, im, out_re, out_im, plan, scratch)` writes `out_len` complex
-/// values, or with `complex_out` false `out_len` reals in `out_re` (rows in parallel),
-/// and the axis is moved back. The plan is the one of length `plan_len`.
+/// tensor, just before the trailing pair) and made contiguous, and
+/// `row(src, out, bufs, plan, scratch)` turns each input row `src` (interleaved
+/// pairs when `complex_in`, else reals) into its output row `out` (`out_len`
+/// pairs when `complex_out`, else `out_len` reals), rows in parallel; then the
+/// axis is moved back. The plan is the one of length `plan_len`.
 #[allow(clippy::too_many_arguments)]
 fn along<T: Element>(
     t: &Tensor<T>,
@@ -101,7 +112,7 @@ fn along<T: Element>(
     complex_out: bool,
     out_len: usize,
     plan_len: usize,
-    row: impl Fn(&[T], &[T], &mut [T], &mut [T], &plan::Plan<T>, &mut plan::Scratch<T>) + Sync,
+    row: impl Fn(&[T], &mut [T], RowBufs<'_, T>, &plan::Plan<T>, &mut plan::Scratch<T>) + Sync,
 ) -> Result<Tensor<T>> {
     let nd = t.ndim();
     let lead = if complex_in { nd - 1 } else { nd };
@@ -136,32 +147,15 @@ fn along<T: Element>(
         parallel::for_each_chunk_sized(&mut out, rows_per_chunk * out_width, |start, chunk| {
             crate::kernels::simd_scope(|| {
                 let r0 = start / out_width;
-                // One pooled buffer for the row's input and output parts (each row
-                // writes the parts it reads).
+                // One pooled buffer for the row's input and output parts.
                 let mut buf = storage::Scratch::new(2 * (n + out_len), T::zero());
-                let (re, rest) = buf.split_at_mut(n);
-                let (im, rest) = rest.split_at_mut(n);
-                let (ore, oim) = rest.split_at_mut(out_len);
                 let mut scratch = p.scratch();
                 for (i, o) in chunk.chunks_mut(out_width).enumerate() {
+                    let (re, rest) = buf.split_at_mut(n);
+                    let (im, rest) = rest.split_at_mut(n);
+                    let (ore, oim) = rest.split_at_mut(out_len);
                     let src = &data[(r0 + i) * width..(r0 + i + 1) * width];
-                    if complex_in {
-                        for (k, pair) in src.chunks_exact(2).enumerate() {
-                            re[k] = pair[0];
-                            im[k] = pair[1];
-                        }
-                    } else {
-                        re.copy_from_slice(src);
-                    }
-                    row(re, im, ore, oim, &p, &mut scratch);
-                    if complex_out {
-                        for (k, pair) in o.chunks_exact_mut(2).enumerate() {
-                            pair[0] = ore[k];
-                            pair[1] = oim[k];
-                        }
-                    } else {
-                        o.copy_from_slice(ore);
-                    }
+                    row(src, o, RowBufs { re, im, ore, oim }, &p, &mut scratch);
                 }
             })
         });
@@ -182,34 +176,25 @@ fn along<T: Element>(
     Ok(y.permute(&inv)?.contiguous())
 }
 
-/// The complex transform of one row, forward or inverse, scaled.
+/// The complex transform of one row of pairs into `out`, forward or inverse,
+/// scaled: split (conjugated for the inverse, which is the conjugate of the forward
+/// transform of the conjugate), transformed in place, joined back scaled (and
+/// conjugated again).
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn transform<T: Element>(
-    re: &[T],
-    im: &[T],
-    ore: &mut [T],
-    oim: &mut [T],
+    src: &[T],
+    out: &mut [T],
+    b: RowBufs<'_, T>,
     p: &plan::Plan<T>,
     sc: &mut plan::Scratch<T>,
     inverse: bool,
     scale: f64,
 ) {
-    ore.copy_from_slice(re);
-    // The inverse transform is the conjugate of the forward transform of the conjugate.
-    for (o, &v) in oim.iter_mut().zip(im) {
-        *o = if inverse { -v } else { v };
-    }
-    p.forward(ore, oim, sc);
-    if scale == 1.0 && !inverse {
-        return;
-    }
+    let sign = if inverse { -T::one() } else { T::one() };
+    split_pairs(src, b.re, b.im, sign);
+    let (re, im) = p.forward_placed(b.re, b.im, sc);
     let s = T::from_f64(scale);
-    let si = if inverse { -s } else { s };
-    for (r, i) in ore.iter_mut().zip(oim.iter_mut()) {
-        *r = *r * s;
-        *i = *i * si;
-    }
+    join_pairs(re, im, (s, s * sign), out);
 }
 
 impl<T: Element> Tensor<T> {
@@ -219,8 +204,8 @@ impl<T: Element> Tensor<T> {
         let ax = complex_axis("fft", self, axis)?;
         let n = self.shape()[ax];
         let scale = norm.scale(n, false);
-        along(self, ax, true, true, n, n, |re, im, o, oi, p, sc| {
-            transform(re, im, o, oi, p, sc, false, scale)
+        along(self, ax, true, true, n, n, |src, out, b, p, sc| {
+            transform(src, out, b, p, sc, false, scale)
         })
     }
 
@@ -229,8 +214,8 @@ impl<T: Element> Tensor<T> {
         let ax = complex_axis("ifft", self, axis)?;
         let n = self.shape()[ax];
         let scale = norm.scale(n, true);
-        along(self, ax, true, true, n, n, |re, im, o, oi, p, sc| {
-            transform(re, im, o, oi, p, sc, true, scale)
+        along(self, ax, true, true, n, n, |src, out, b, p, sc| {
+            transform(src, out, b, p, sc, true, scale)
         })
     }
 
@@ -253,7 +238,7 @@ impl<T: Element> Tensor<T> {
             true,
             if n == 0 { 0 } else { half },
             plan_len,
-            |re, _, o, oi, p, sc| rfft_row(re, o, oi, p, sc, w, scale),
+            |src, out, b, p, sc| rfft_row(src, out, b.ore, b.oim, p, sc, w, scale),
         )
     }
 
@@ -276,7 +261,10 @@ impl<T: Element> Tensor<T> {
             false,
             n,
             plan_len,
-            |re, im, o, oi, p, sc| irfft_row(re, im, o, oi, p, sc, w, scale),
+            |src, out, b, p, sc| {
+                split_pairs(src, b.re, b.im, T::one());
+                irfft_row(b.re, b.im, out, b.ore, b.oim, p, sc, w, scale)
+            },
         )
     }
 
@@ -319,13 +307,15 @@ impl<T: Element> Tensor<T> {
     }
 }
 
-/// rfft of one real row (given as `re`), into n/2 + 1 bins. Even lengths use one
-/// complex transform of half the length on the even/odd samples packed as
-/// z_j = x_{2j} + i x_{2j+1}; odd lengths use a full complex transform.
+/// rfft of one real row `x` into n/2 + 1 bins, as pairs in `out` (`ore` and `oim`
+/// are buffers of n/2 + 1). Even lengths use one complex transform of half the
+/// length on the even/odd samples packed as z_j = x_{2j} + i x_{2j+1}; odd lengths
+/// use a full complex transform.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn rfft_row<T: Element>(
     x: &[T],
+    out: &mut [T],
     ore: &mut [T],
     oim: &mut [T],
     p: &plan::Plan<T>,
@@ -339,18 +329,12 @@ fn rfft_row<T: Element>(
     if n % 2 == 1 || n < 4 {
         let (mut r, mut i) = (x.to_vec(), vec![T::zero(); n]);
         p.forward(&mut r, &mut i, sc);
-        for k in 0..half {
-            ore[k] = r[k] * s;
-            oim[k] = i[k] * s;
-        }
+        join_pairs(&r[..half], &i[..half], (s, s), out);
         return;
     }
     // Z = FFT_h(x_even + i x_odd), computed in the first h slots of the output.
     let h = n / 2;
-    for j in 0..h {
-        ore[j] = x[2 * j];
-        oim[j] = x[2 * j + 1];
-    }
+    split_pairs(x, &mut ore[..h], &mut oim[..h], T::one());
     p.forward(&mut ore[..h], &mut oim[..h], sc);
     // Recombine the pairs (k, h − k) in place: X_k = E_k + W_n^k O_k with
     // E_k = (Z_k + conj Z_{h−k})/2 and O_k = −i (Z_k − conj Z_{h−k})/2 (Z_h = Z_0).
@@ -395,10 +379,11 @@ fn rfft_row<T: Element>(
         let zk = (ore[k], oim[k]);
         (ore[k], oim[k]) = x_of(zk, zk, w(k));
     }
+    join_pairs(ore, oim, (T::one(), T::one()), out);
 }
 
-/// irfft of one row of bins into a real row of length n = `ore.len()` (`oim` is
-/// scratch). Even lengths invert [`rfft_row`]'s recombination and run one
+/// irfft of one row of bins (split into `re`, `im`) into the real row `out` of
+/// length n (`ore` and `oim` are buffers of n). Even lengths invert [`rfft_row`]'s recombination and run one
 /// complex transform of half the length, whose outputs are the even and odd samples;
 /// odd lengths rebuild the full Hermitian spectrum. Either way the imaginary parts of
 /// the zero and Nyquist bins are not read, as in NumPy.
@@ -407,6 +392,7 @@ fn rfft_row<T: Element>(
 fn irfft_row<T: Element>(
     re: &[T],
     im: &[T],
+    out: &mut [T],
     ore: &mut [T],
     oim: &mut [T],
     p: &plan::Plan<T>,
@@ -414,7 +400,7 @@ fn irfft_row<T: Element>(
     (wr, wi): (&[T], &[T]),
     scale: f64,
 ) {
-    let n = ore.len();
+    let n = out.len();
     let s = T::from_f64(scale);
     let bins = re.len().min(n / 2 + 1);
     if n % 2 == 1 || n < 4 {
@@ -432,7 +418,7 @@ fn irfft_row<T: Element>(
             *v = -*v;
         }
         p.forward(&mut fr, &mut fi, sc);
-        for (o, &r) in ore.iter_mut().zip(&fr) {
+        for (o, &r) in out.iter_mut().zip(&fr) {
             *o = r * s;
         }
         return;
@@ -470,13 +456,7 @@ fn irfft_row<T: Element>(
         (*or, *oi) = z_conj((*kr, *ki), (*jr, *ji), (*w0, *w1));
     }
     p.forward(&mut ore[..h], &mut oim[..h], sc);
-    // h·z_j is the conjugate of that transform: x_{2j} = 2s·Re, x_{2j+1} = −2s·Im,
-    // interleaved from a copy of the real parts.
+    // h·z_j is the conjugate of that transform: x_{2j} = 2s·Re, x_{2j+1} = −2s·Im.
     let two_s = s + s;
-    let (ims, reals) = oim.split_at_mut(h);
-    reals.copy_from_slice(&ore[..h]);
-    for ((pair, &u), &v) in ore.chunks_exact_mut(2).zip(&*reals).zip(&*ims) {
-        pair[0] = u * two_s;
-        pair[1] = -(v * two_s);
-    }
+    join_pairs(&ore[..h], &oim[..h], (two_s, -two_s), out);
 }

@@ -15,7 +15,7 @@
 //! shorter than eight lanes.
 
 use crate::element::Element;
-use crate::kernels::fft;
+use crate::kernels::{copy_run, fft};
 use crate::storage;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -216,6 +216,32 @@ impl<T: Element> Plan<T> {
 
     /// The forward transform of (re, im) in place.
     pub(crate) fn forward(&self, re: &mut [T], im: &mut [T], scratch: &mut Scratch<T>) {
+        if self.run(re, im, scratch) {
+            let (r, i) = scratch.ri.split_at(self.n);
+            copy_run(re, r);
+            copy_run(im, i);
+        }
+    }
+
+    /// The forward transform of (re, im), left where its last stage put it: in
+    /// (re, im) or in the scratch, whose parts are returned (a caller that reads the
+    /// result once saves the copy back of [`Plan::forward`]).
+    pub(crate) fn forward_placed<'a>(
+        &self,
+        re: &'a mut [T],
+        im: &'a mut [T],
+        scratch: &'a mut Scratch<T>,
+    ) -> (&'a [T], &'a [T]) {
+        if self.run(re, im, scratch) {
+            return scratch.ri.split_at(self.n);
+        }
+        (re, im)
+    }
+
+    /// The forward transform from (re, im): returns whether the result is in the
+    /// scratch's Stockham buffers (after an odd number of stages) rather than in
+    /// (re, im).
+    fn run(&self, re: &mut [T], im: &mut [T], scratch: &mut Scratch<T>) -> bool {
         debug_assert!(re.len() == self.n && im.len() == self.n);
         match &self.algorithm {
             Algorithm::Stockham(stages, vector) => {
@@ -254,11 +280,14 @@ impl<T: Element> Plan<T> {
                     re[k] = r * chirp.0[k] - i * chirp.1[k];
                     im[k] = r * chirp.1[k] + i * chirp.0[k];
                 }
+                false
             }
         }
     }
 }
 
+/// The scalar Stockham stages from (re, im), ping-ponging with (yr, yi): returns
+/// whether the result is in (yr, yi).
 #[inline(always)]
 fn stockham<T: Element>(
     stages: &[Stage<T>],
@@ -267,7 +296,7 @@ fn stockham<T: Element>(
     im: &mut [T],
     yr: &mut [T],
     yi: &mut [T],
-) {
+) -> bool {
     let mut in_x = true;
     for st in stages {
         let (xr, xi, or, oi): (&[T], &[T], &mut [T], &mut [T]) = if in_x {
@@ -283,10 +312,7 @@ fn stockham<T: Element>(
         }
         in_x = !in_x;
     }
-    if !in_x {
-        re.copy_from_slice(yr);
-        im.copy_from_slice(yi);
-    }
+    !in_x
 }
 
 /// The radix-4 butterfly with twiddles, on values (a, b, c, d); with `rotate`
@@ -506,11 +532,14 @@ mod tests {
                 let (mut ar, mut ai) = (x[..n].to_vec(), x[n..].to_vec());
                 let (mut br, mut bi) = (ar.clone(), ai.clone());
                 let (mut yr, mut yi) = (vec![T::zero(); n], vec![T::zero(); n]);
-                vector.run(&mut ar, &mut ai, &mut yr, &mut yi);
-                stockham(stages, &p.tw, &mut br, &mut bi, &mut yr, &mut yi);
+                let (mut zr, mut zi) = (yr.clone(), yi.clone());
+                let in_y = vector.run(&mut ar, &mut ai, &mut yr, &mut yi);
+                let in_z = stockham(stages, &p.tw, &mut br, &mut bi, &mut zr, &mut zi);
+                assert_eq!(in_y, in_z, "where the result lands, n = {n}");
+                let (vr, vi, sr, si) = if in_y { (yr, yi, zr, zi) } else { (ar, ai, br, bi) };
                 let bits = |v: &[T]| v.iter().map(|x| x.as_f64().to_bits()).collect::<Vec<_>>();
-                assert_eq!(bits(&ar), bits(&br), "real parts, n = {n}");
-                assert_eq!(bits(&ai), bits(&bi), "imaginary parts, n = {n}");
+                assert_eq!(bits(&vr), bits(&sr), "real parts, n = {n}");
+                assert_eq!(bits(&vi), bits(&si), "imaginary parts, n = {n}");
             }
         }
         check::<f32>();

@@ -93,11 +93,13 @@ impl<T: Scalar> Stockham<T> {
         None
     }
 
-    /// The transform of (re, im) in place, with (yr, yi) as scratch.
+    /// The transform of (re, im), with (yr, yi) as the other buffer of the ping-pong:
+    /// returns whether the result is in (yr, yi) (after an odd number of stages)
+    /// rather than in (re, im).
     ///
     /// # Panics
     /// When a slice is not of the transform's length.
-    pub fn run(&self, re: &mut [T], im: &mut [T], yr: &mut [T], yi: &mut [T]) {
+    pub fn run(&self, re: &mut [T], im: &mut [T], yr: &mut [T], yi: &mut [T]) -> bool {
         let n = self.n;
         assert!(
             re.len() == n && im.len() == n && yr.len() == n && yi.len() == n,
@@ -117,6 +119,7 @@ impl<T: Scalar> Stockham<T> {
             // is f32 or f64 as the type test says.
             unsafe { run(n, &self.stages, bufs, f32_) };
         }
+        self.stages.len() % 2 == 1
     }
 }
 
@@ -172,17 +175,6 @@ unsafe fn run<T: Scalar>(
             }
         }
         from_x = !from_x;
-    }
-    if !from_x {
-        // An odd number of stages leaves the result in the scratch: copy it back
-        // with inline moves (a call to the C library's copy cost a seventh of a
-        // 64-point transform).
-        let bytes = n * std::mem::size_of::<T>();
-        // SAFETY: distinct buffers of n elements; AVX2 is available.
-        unsafe {
-            super::runs::avx2_copy(re.cast(), yr.cast_const().cast(), bytes);
-            super::runs::avx2_copy(im.cast(), yi.cast_const().cast(), bytes);
-        }
     }
 }
 

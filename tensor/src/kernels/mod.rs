@@ -8,8 +8,9 @@
 //! always uses the standard library, so numerics checked in `f64` are those of the
 //! platform's libm), Adam's fused update (`adam`), the many-right-hand-side
 //! triangular solve of the blocked Cholesky (`trsm`), the FFT's Stockham stages
-//! (`fft`), and short copies and fills (`runs`). Where a kernel's operations are
-//! the portable path's (Adam, the FFT), it gives the same bits; where it fuses
+//! (`fft`) and the (re, im) pairs it splits and joins (`pairs`), and short copies
+//! and fills (`runs`). Where a kernel's operations are
+//! the portable path's (Adam, the FFT, the pairs), it gives the same bits; where it fuses
 //! multiply-adds (GEMM, the solve), it agrees to rounding, as its tests state.
 
 mod adam;
@@ -17,11 +18,13 @@ mod adam;
 mod avx2;
 pub mod fft;
 pub mod gemm;
+mod pairs;
 mod portable;
 mod runs;
 mod trsm;
 
 pub use adam::{adam_update, AdamSlices, AdamStep};
+pub use pairs::{join_pairs, split_pairs};
 pub use runs::{copy_run, zero_run};
 pub use trsm::{solve_lower_columns, MAX_ORDER};
 
