@@ -254,18 +254,10 @@ impl<T: Element> Tensor<T> {
         let plan_len = if n % 2 == 1 || n < 4 { n } else { n / 2 };
         let full = plan::plan::<T>(n);
         let w = full.twiddles();
-        along(
-            self,
-            ax,
-            true,
-            false,
-            n,
-            plan_len,
-            |src, out, b, p, sc| {
-                split_pairs(src, b.re, b.im, T::one());
-                irfft_row(b.re, b.im, out, b.ore, b.oim, p, sc, w, scale)
-            },
-        )
+        along(self, ax, true, false, n, plan_len, |src, out, b, p, sc| {
+            split_pairs(src, b.re, b.im, T::one());
+            irfft_row(b.re, b.im, out, b.ore, b.oim, p, sc, w, scale)
+        })
     }
 
     /// The 2-D transform over the complex axes `axes` (the last transform first).

@@ -15,6 +15,7 @@
 //! shorter than eight lanes.
 
 use crate::element::Element;
+use crate::kernels::fft64::Fft64;
 use crate::kernels::{copy_run, fft};
 use crate::storage;
 use std::any::{Any, TypeId};
@@ -39,6 +40,8 @@ enum Algorithm<T> {
     /// Stockham stages (product of radices = n), and their vectorised form when
     /// this CPU and every stage's shape have one.
     Stockham(Vec<Stage<T>>, Option<fft::Stockham<T>>),
+    /// The 64-point `f32` transform in registers (`kernels::fft64`).
+    Codelet64(Fft64<T>),
     /// Bluestein: a convolution of length m (a power of two) with a chirp.
     Bluestein {
         m: usize,
@@ -122,8 +125,11 @@ pub(crate) fn plan<T: Element>(n: usize) -> Arc<Plan<T>> {
 }
 
 fn build<T: Element>(n: usize) -> Plan<T> {
-    let tw = (0..n.max(1)).map(|k| root::<T>(k, n)).unzip();
+    let tw: (Vec<T>, Vec<T>) = (0..n.max(1)).map(|k| root::<T>(k, n)).unzip();
     let algorithm = match factorise(n) {
+        Some(_) if n == 64 && TypeId::of::<T>() == TypeId::of::<f32>() => {
+            Algorithm::Codelet64(Fft64::new(&tw.0, &tw.1))
+        }
         Some(radices) => {
             let (mut len, mut s) = (n, 1);
             let stages: Vec<Stage<T>> = radices
@@ -205,11 +211,17 @@ impl<T: Element> Plan<T> {
                 i: storage::Scratch::new(*m, T::zero()),
                 inner: inner.scratch(),
             })),
-            Algorithm::Stockham(..) => None,
+            Algorithm::Stockham(..) | Algorithm::Codelet64(..) => None,
         };
         Scratch {
             // Stockham's ping-pong buffers; Bluestein keeps its own.
-            ri: storage::Scratch::new(if bluestein.is_some() { 0 } else { 2 * self.n }, T::zero()),
+            ri: storage::Scratch::new(
+                match self.algorithm {
+                    Algorithm::Stockham(..) => 2 * self.n,
+                    _ => 0,
+                },
+                T::zero(),
+            ),
             bluestein,
         }
     }
@@ -250,6 +262,10 @@ impl<T: Element> Plan<T> {
                     Some(v) => v.run(re, im, r, i),
                     None => stockham(stages, &self.tw, re, im, r, i),
                 }
+            }
+            Algorithm::Codelet64(c) => {
+                c.run(re, im);
+                false
             }
             Algorithm::Bluestein {
                 m,
@@ -536,7 +552,11 @@ mod tests {
                 let in_y = vector.run(&mut ar, &mut ai, &mut yr, &mut yi);
                 let in_z = stockham(stages, &p.tw, &mut br, &mut bi, &mut zr, &mut zi);
                 assert_eq!(in_y, in_z, "where the result lands, n = {n}");
-                let (vr, vi, sr, si) = if in_y { (yr, yi, zr, zi) } else { (ar, ai, br, bi) };
+                let (vr, vi, sr, si) = if in_y {
+                    (yr, yi, zr, zi)
+                } else {
+                    (ar, ai, br, bi)
+                };
                 let bits = |v: &[T]| v.iter().map(|x| x.as_f64().to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&vr), bits(&sr), "real parts, n = {n}");
                 assert_eq!(bits(&vi), bits(&si), "imaginary parts, n = {n}");

@@ -17,6 +17,7 @@ mod adam;
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 pub mod fft;
+pub mod fft64;
 pub mod gemm;
 mod pairs;
 mod portable;

@@ -101,7 +101,8 @@ unsafe fn avx2_split_f32(src: *const f32, re: *mut f32, im: *mut f32, n: usize, 
             // [a0 a2 b0 b2 | a4 a6 b4 b6], then the middle quarters swapped.
             let even = _mm256_shuffle_ps::<0x88>(a, b);
             let odd = _mm256_shuffle_ps::<0xDD>(a, b);
-            let order = |v: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(v)));
+            let order =
+                |v: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(v)));
             _mm256_storeu_ps(re.add(k), order(even));
             _mm256_storeu_ps(im.add(k), _mm256_mul_ps(order(odd), scale));
         }
@@ -142,7 +143,13 @@ unsafe fn avx2_split_f64(src: *const f64, re: *mut f64, im: *mut f64, n: usize, 
 /// AVX2 is available; `re` and `im` address n values, `dst` 2n.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn avx2_join_f32(re: *const f32, im: *const f32, dst: *mut f32, n: usize, s: (f32, f32)) -> usize {
+unsafe fn avx2_join_f32(
+    re: *const f32,
+    im: *const f32,
+    dst: *mut f32,
+    n: usize,
+    s: (f32, f32),
+) -> usize {
     use std::arch::x86_64::*;
     let (sr, si) = (_mm256_set1_ps(s.0), _mm256_set1_ps(s.1));
     let mut k = 0;
@@ -168,7 +175,13 @@ unsafe fn avx2_join_f32(re: *const f32, im: *const f32, dst: *mut f32, n: usize,
 /// As [`avx2_join_f32`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn avx2_join_f64(re: *const f64, im: *const f64, dst: *mut f64, n: usize, s: (f64, f64)) -> usize {
+unsafe fn avx2_join_f64(
+    re: *const f64,
+    im: *const f64,
+    dst: *mut f64,
+    n: usize,
+    s: (f64, f64),
+) -> usize {
     use std::arch::x86_64::*;
     let (sr, si) = (_mm256_set1_pd(s.0), _mm256_set1_pd(s.1));
     let mut k = 0;
@@ -201,13 +214,19 @@ mod tests {
             let minus = T::from(-1.0);
             split_pairs(&src, &mut re, &mut im, minus);
             for k in 0..n {
-                assert!(re[k] == src[2 * k] && im[k] == src[2 * k + 1] * minus, "split at {k} of {n}");
+                assert!(
+                    re[k] == src[2 * k] && im[k] == src[2 * k + 1] * minus,
+                    "split at {k} of {n}"
+                );
             }
             let mut dst = vec![T::ZERO; 2 * n];
             let s = (T::from(0.5), T::from(-3.0));
             join_pairs(&re, &im, s, &mut dst);
             for k in 0..n {
-                assert!(dst[2 * k] == re[k] * s.0 && dst[2 * k + 1] == im[k] * s.1, "join at {k} of {n}");
+                assert!(
+                    dst[2 * k] == re[k] * s.0 && dst[2 * k + 1] == im[k] * s.1,
+                    "join at {k} of {n}"
+                );
             }
         }
     }

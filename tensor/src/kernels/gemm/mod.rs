@@ -31,6 +31,8 @@ mod transpose;
 
 pub use pack::{PanelSource, Strided};
 pub use transpose::pack_transposed;
+#[cfg(target_arch = "x86_64")]
+pub(crate) use transpose::transpose8_f32;
 
 use crate::parallel;
 use buffer::Buffer;
