@@ -18,6 +18,7 @@ pub use reusable::FftPlan;
 
 use crate::element::Element;
 use crate::error::{fmt_shape, Error, Result};
+use crate::kernels::gemm::with_scratch;
 use crate::kernels::{join_pairs, split_pairs};
 use crate::layout::normalize_axis;
 use crate::parallel;
@@ -147,16 +148,18 @@ fn along<T: Element>(
         parallel::for_each_chunk_sized(&mut out, rows_per_chunk * out_width, |start, chunk| {
             crate::kernels::simd_scope(|| {
                 let r0 = start / out_width;
-                // One pooled buffer for the row's input and output parts.
-                let mut buf = storage::Scratch::new(2 * (n + out_len), T::zero());
                 let mut scratch = p.scratch();
-                for (i, o) in chunk.chunks_mut(out_width).enumerate() {
-                    let (re, rest) = buf.split_at_mut(n);
-                    let (im, rest) = rest.split_at_mut(n);
-                    let (ore, oim) = rest.split_at_mut(out_len);
-                    let src = &data[(r0 + i) * width..(r0 + i + 1) * width];
-                    row(src, o, RowBufs { re, im, ore, oim }, &p, &mut scratch);
-                }
+                // One buffer for the row's input and output parts, recycled on this
+                // thread from call to call (every row writes the parts it reads).
+                with_scratch(2 * (n + out_len), |buf: &mut [T]| {
+                    for (i, o) in chunk.chunks_mut(out_width).enumerate() {
+                        let (re, rest) = buf.split_at_mut(n);
+                        let (im, rest) = rest.split_at_mut(n);
+                        let (ore, oim) = rest.split_at_mut(out_len);
+                        let src = &data[(r0 + i) * width..(r0 + i + 1) * width];
+                        row(src, o, RowBufs { re, im, ore, oim }, &p, &mut scratch);
+                    }
+                })
             })
         });
     }
@@ -238,7 +241,7 @@ impl<T: Element> Tensor<T> {
             true,
             if n == 0 { 0 } else { half },
             plan_len,
-            |src, out, b, p, sc| rfft_row(src, out, b.ore, b.oim, p, sc, w, scale),
+            |src, out, b, p, sc| rfft_row(src, out, b, p, sc, w, scale),
         )
     }
 
@@ -299,17 +302,15 @@ impl<T: Element> Tensor<T> {
     }
 }
 
-/// rfft of one real row `x` into n/2 + 1 bins, as pairs in `out` (`ore` and `oim`
-/// are buffers of n/2 + 1). Even lengths use one complex transform of half the
-/// length on the even/odd samples packed as z_j = x_{2j} + i x_{2j+1}; odd lengths
-/// use a full complex transform.
+/// rfft of one real row `x` into n/2 + 1 bins, as pairs in `out` (of the buffers,
+/// `re` and `im` hold n, `ore` and `oim` n/2 + 1). Even lengths use one complex
+/// transform of half the length on the even/odd samples packed as
+/// z_j = x_{2j} + i x_{2j+1}; odd lengths use a full complex transform.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn rfft_row<T: Element>(
     x: &[T],
     out: &mut [T],
-    ore: &mut [T],
-    oim: &mut [T],
+    b: RowBufs<'_, T>,
     p: &plan::Plan<T>,
     sc: &mut plan::Scratch<T>,
     (wr, wi): (&[T], &[T]),
@@ -317,19 +318,20 @@ fn rfft_row<T: Element>(
 ) {
     let n = x.len();
     let s = T::from_f64(scale);
-    let half = ore.len();
+    let half = b.ore.len();
     if n % 2 == 1 || n < 4 {
-        let (mut r, mut i) = (x.to_vec(), vec![T::zero(); n]);
-        p.forward(&mut r, &mut i, sc);
+        b.re.copy_from_slice(x);
+        b.im.fill(T::zero());
+        let (r, i) = p.forward_placed(b.re, b.im, sc);
         join_pairs(&r[..half], &i[..half], (s, s), out);
         return;
     }
-    // Z = FFT_h(x_even + i x_odd), computed in the first h slots of the output.
+    // Z = FFT_h(x_even + i x_odd), left wherever its last stage put it.
     let h = n / 2;
-    split_pairs(x, &mut ore[..h], &mut oim[..h], T::one());
-    p.forward(&mut ore[..h], &mut oim[..h], sc);
-    // Recombine the pairs (k, h − k) in place: X_k = E_k + W_n^k O_k with
-    // E_k = (Z_k + conj Z_{h−k})/2 and O_k = −i (Z_k − conj Z_{h−k})/2 (Z_h = Z_0).
+    split_pairs(x, &mut b.re[..h], &mut b.im[..h], T::one());
+    let (zr, zi) = p.forward_placed(&mut b.re[..h], &mut b.im[..h], sc);
+    // X_k = E_k + W_n^k O_k with E_k = (Z_k + conj Z_{h−k})/2 and
+    // O_k = −i (Z_k − conj Z_{h−k})/2 (Z_h = Z_0).
     let half_t = T::from_f64(0.5);
     let x_of = |zk: (T, T), zj: (T, T), w: (T, T)| {
         let (er, ei) = ((zk.0 + zj.0) * half_t, (zk.1 - zj.1) * half_t);
@@ -339,37 +341,19 @@ fn rfft_row<T: Element>(
             (ei + or * w.1 + oi * w.0) * s,
         )
     };
-    let w = |k: usize| (wr[k], wi[k]);
-    let z0 = (ore[0], oim[0]);
-    let (x0, xh) = (x_of(z0, z0, w(0)), x_of(z0, z0, w(h)));
-    ore[0] = x0.0;
-    oim[0] = x0.1;
-    ore[h] = xh.0;
-    oim[h] = xh.1;
-    // The pairs k < j = h − k, k ascending and j descending over split halves (so
-    // that the loop vectorises), then the middle bin when h is even.
-    let pairs = (h - 1) / 2;
-    let (r_lo, r_hi) = ore[1..h].split_at_mut(pairs);
-    let (i_lo, i_hi) = oim[1..h].split_at_mut(pairs);
-    let skip = r_hi.len() - pairs;
-    let (r_hi, i_hi) = (&mut r_hi[skip..], &mut i_hi[skip..]);
-    let lows = r_lo.iter_mut().zip(i_lo.iter_mut());
-    let highs = r_hi.iter_mut().rev().zip(i_hi.iter_mut().rev());
-    let w_lo = wr[1..=pairs].iter().zip(&wi[1..=pairs]);
-    let w_hi = wr[h - pairs..h]
-        .iter()
-        .rev()
-        .zip(wi[h - pairs..h].iter().rev());
-    for (((rk, ik), (rj, ij)), ((wkr, wki), (wjr, wji))) in lows.zip(highs).zip(w_lo.zip(w_hi)) {
-        let (zk, zj) = ((*rk, *ik), (*rj, *ij));
-        let (xk, xj) = (x_of(zk, zj, (*wkr, *wki)), x_of(zj, zk, (*wjr, *wji)));
-        (*rk, *ik) = xk;
-        (*rj, *ij) = xj;
-    }
-    if h.is_multiple_of(2) {
-        let k = h / 2;
-        let zk = (ore[k], oim[k]);
-        (ore[k], oim[k]) = x_of(zk, zk, w(k));
+    let (ore, oim) = (b.ore, b.oim);
+    let z0 = (zr[0], zi[0]);
+    let (x0, xh) = (x_of(z0, z0, (wr[0], wi[0])), x_of(z0, z0, (wr[h], wi[h])));
+    (ore[0], oim[0]) = x0;
+    (ore[h], oim[h]) = xh;
+    // k = 1..h against j = h − k: one forward and one reversed walk over Z (so that
+    // the loop vectorises).
+    let ks = zr[1..h].iter().zip(&zi[1..h]);
+    let js = zr[1..h].iter().rev().zip(zi[1..h].iter().rev());
+    let ws = wr[1..h].iter().zip(&wi[1..h]);
+    let outs = ore[1..h].iter_mut().zip(oim[1..h].iter_mut());
+    for ((((kr, ki), (jr, ji)), (w0, w1)), (or, oi)) in ks.zip(js).zip(ws).zip(outs) {
+        (*or, *oi) = x_of((*kr, *ki), (*jr, *ji), (*w0, *w1));
     }
     join_pairs(ore, oim, (T::one(), T::one()), out);
 }
@@ -447,8 +431,8 @@ fn irfft_row<T: Element>(
     for ((((kr, ki), (jr, ji)), (w0, w1)), (or, oi)) in ks.zip(js).zip(ws).zip(outs) {
         (*or, *oi) = z_conj((*kr, *ki), (*jr, *ji), (*w0, *w1));
     }
-    p.forward(&mut ore[..h], &mut oim[..h], sc);
+    let (zr, zi) = p.forward_placed(&mut ore[..h], &mut oim[..h], sc);
     // h·z_j is the conjugate of that transform: x_{2j} = 2s·Re, x_{2j+1} = −2s·Im.
     let two_s = s + s;
-    join_pairs(&ore[..h], &oim[..h], (two_s, -two_s), out);
+    join_pairs(zr, zi, (two_s, -two_s), out);
 }
