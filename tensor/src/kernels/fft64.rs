@@ -209,7 +209,7 @@ unsafe fn avx2(tw: &Rows<[f32; 8]>, h: f32, re: *mut f32, im: *mut f32) {
     };
     let tw = (table(&tw.0), table(&tw.1));
     let h = V(_mm256_set1_ps(h));
-    let (zr, zi) = codelet((load(re), load(im)), &tw, h, |m| V::transpose(m));
+    let (zr, zi) = codelet((load(re), load(im)), &tw, h, V::transpose);
     for a in 0..8 {
         // SAFETY: as the loads.
         unsafe {
