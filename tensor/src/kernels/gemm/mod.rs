@@ -30,7 +30,7 @@ mod simd;
 mod transpose;
 
 pub use pack::{PanelSource, Strided};
-pub use transpose::pack_transposed;
+pub use transpose::{pack_transposed, pack_transposed_rows};
 #[cfg(target_arch = "x86_64")]
 pub(crate) use transpose::transpose8_f32;
 

@@ -22,14 +22,31 @@ pub fn pack_transposed<T: Scalar>(
     out: &mut [T],
     w: usize,
 ) {
-    assert!(
-        cols <= w && (kc == 0 || out.len() >= (kc - 1) * w + cols),
-        "pack_transposed: panel too small"
-    );
     let row = |j: usize| -> &[T] {
         let s = (start as isize + j as isize * ld) as usize;
         &data[s..s + kc]
     };
+    pack_transposed_rows(row, cols, kc, out, w)
+}
+
+/// Packs the transpose of `cols` source rows of `kc` elements each, wherever they
+/// lie: `out[p·w + j] = row(j)[p]` (as [`pack_transposed`], whose rows are evenly
+/// spaced; a convolution's patch rows are the image at each tap's offset).
+///
+/// # Panics
+/// When a row holds fewer than `kc` elements, or `out` is shorter than `kc · w`.
+pub fn pack_transposed_rows<'a, T: Scalar>(
+    row: impl Fn(usize) -> &'a [T],
+    cols: usize,
+    kc: usize,
+    out: &mut [T],
+    w: usize,
+) {
+    assert!(
+        cols <= w && (kc == 0 || out.len() >= (kc - 1) * w + cols),
+        "pack_transposed: panel too small"
+    );
+    let row = |j: usize| -> &[T] { &row(j)[..kc] };
     let mut j0 = 0;
     #[cfg(target_arch = "x86_64")]
     if super::super::has_avx2_fma() {

@@ -307,8 +307,10 @@ impl<T: Element> PanelSource<T> for Patches<'_, T> {
 }
 
 /// The transposed patch matrix `(q1 − q0) × K` of group `g`, the B operand of the
-/// weight gradient (`dW_g = gy_g · colᵀ`): each panel is lowered into a small
-/// buffer (`w` rows of the patch matrix) and transposed into place.
+/// weight gradient (`dW_g = gy_g · colᵀ`): at unit stride each panel is
+/// transposed straight from the padded image (a run of positions is contiguous at
+/// every tap); otherwise it is lowered into a small buffer (`w` rows of the patch
+/// matrix) and transposed into place.
 pub(super) struct PatchesT<'a, T: Element>(pub Patches<'a, T>);
 
 impl<T: Element> PanelSource<T> for PatchesT<'_, T> {
@@ -328,6 +330,23 @@ impl<T: Element> PanelSource<T> for PatchesT<'_, T> {
         }
         let p = &self.0;
         let q = p.q0 + k0;
+        if p.geo.spec.stride.1 == 1 {
+            // Unit stride: each run of positions is, for every tap, a contiguous
+            // piece of the padded image, transposed straight into the panel.
+            let (mut stack, mut heap) = ([(0, 0, 0); 64], Vec::new());
+            let runs = placed(
+                Runs::new(p.geo, q, q + kc),
+                |run| run.base(p.geo, p.x, p.g),
+                &mut stack,
+                &mut heap,
+            );
+            let taps = &p.taps[j0..j0 + valid];
+            for &(t, len, base) in runs {
+                let row = |j: usize| &p.x.data[base + taps[j]..base + taps[j] + len];
+                gemm::pack_transposed_rows(row, valid, len, &mut out[t * w..], w);
+            }
+            return;
+        }
         gemm::with_scratch(valid * kc, |rows: &mut [T]| {
             im2col_rows(
                 p.geo,
