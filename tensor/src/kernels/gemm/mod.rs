@@ -30,9 +30,9 @@ mod simd;
 mod transpose;
 
 pub use pack::{PanelSource, Strided};
-pub use transpose::{pack_transposed, pack_transposed_rows};
 #[cfg(target_arch = "x86_64")]
 pub(crate) use transpose::transpose8_f32;
+pub use transpose::{pack_transposed, pack_transposed_rows};
 
 use crate::parallel;
 use buffer::Buffer;
