@@ -5,7 +5,7 @@
 //! the Stockham stages (three radix-4 passes through memory, and a copy back after
 //! the odd one) the transform took 1.7 times as long as rustfft's.
 //!
-//! The algorithm is written once over [`Lanes`] (eight values, added, subtracted
+//! The algorithm is written once over `Lanes` (eight values, added, subtracted
 //! and multiplied lane by lane, unfused), so the AVX2 path of `f32` (`__m256`) and
 //! the portable path (`[T; 8]`) perform the same operations and give the same bits.
 
