@@ -359,9 +359,9 @@ fn rfft_row<T: Element>(
 }
 
 /// irfft of one row of bins (split into `re`, `im`) into the real row `out` of
-/// length n (`ore` and `oim` are buffers of n). Even lengths invert [`rfft_row`]'s recombination and run one
-/// complex transform of half the length, whose outputs are the even and odd samples;
-/// odd lengths rebuild the full Hermitian spectrum. Either way the imaginary parts of
+/// length n (`ore` and `oim` are buffers of n). Even lengths invert [`rfft_row`]'s
+/// recombination and run one complex transform of half the length, whose outputs
+/// are the even and odd samples; odd lengths rebuild the full Hermitian spectrum. Either way the imaginary parts of
 /// the zero and Nyquist bins are not read, as in NumPy.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
@@ -380,7 +380,10 @@ fn irfft_row<T: Element>(
     let s = T::from_f64(scale);
     let bins = re.len().min(n / 2 + 1);
     if n % 2 == 1 || n < 4 {
-        let (mut fr, mut fi) = (vec![T::zero(); n], vec![T::zero(); n]);
+        // The full spectrum in the row's buffers (missing bins zero).
+        let (fr, fi) = (ore, oim);
+        fr.fill(T::zero());
+        fi.fill(T::zero());
         for k in 0..bins {
             fr[k] = re[k];
             fi[k] = im[k];
@@ -393,8 +396,8 @@ fn irfft_row<T: Element>(
         for v in fi.iter_mut() {
             *v = -*v;
         }
-        p.forward(&mut fr, &mut fi, sc);
-        for (o, &r) in out.iter_mut().zip(&fr) {
+        let (fr, _) = p.forward_placed(fr, fi, sc);
+        for (o, &r) in out.iter_mut().zip(fr) {
             *o = r * s;
         }
         return;
