@@ -54,6 +54,7 @@ fn conv1d_and_pooling_pass_gradcheck() {
         ),
         ("avg", |v| v.avg_pool2d((3, 3), (2, 1), (1, 1))),
         ("adaptive", |v| v.adaptive_avg_pool2d((3, 4))),
+        ("global", |v| v.adaptive_avg_pool2d((1, 1))),
     ] {
         let r = gradcheck(|v| f(&v[0])?.square(), std::slice::from_ref(&x), &opts());
         assert!(r.is_ok(), "{name}: {r:?}");

@@ -116,6 +116,23 @@ fn sum_to_shape_and_embed_slice_pass_gradcheck_and_gradgradcheck() {
     }
 }
 
+/// The ReLU's backward gate as an op of its own: linear in its operand, the gate a
+/// constant (with a zero, so a closed gate at exactly 0 is covered).
+#[test]
+fn where_positive_passes_gradcheck_and_gradgradcheck() {
+    let mut rng = tensor::Rng::new(9);
+    let x = Tensor::<f64>::rand_normal(&[3, 4], 0.0, 1.0, &mut rng).unwrap();
+    let mut gate = Tensor::<f64>::rand_normal(&[3, 4], 0.0, 1.0, &mut rng)
+        .unwrap()
+        .to_vec();
+    gate[0] = 0.0;
+    let gate = Tensor::from_vec(gate, &[3, 4]).unwrap();
+    let f = |v: &[Var<f64>]| v[0].where_positive(&gate)?.square();
+    let inputs = std::slice::from_ref(&x);
+    assert!(gradcheck(f, inputs, &opts()).is_ok());
+    assert!(gradgradcheck(f, inputs, &opts()).is_ok());
+}
+
 /// The registry test: every op name the tape can record (each `record("name", …)`
 /// in autograd's source) is called by name in a test that runs gradcheck or
 /// gradgradcheck (or in the case tables of `tests/common` they iterate), so a new op

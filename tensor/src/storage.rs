@@ -16,8 +16,12 @@ use std::sync::Mutex;
 
 /// Buffers smaller than this are left to the allocator.
 const POOL_MIN_BYTES: usize = 64 * 1024;
-/// At most this many buffers of one type and length are kept.
-const POOL_PER_SIZE: usize = 4;
+/// At most this many buffers of one type and length are kept (all within
+/// `pool_limit()`): a training step holds many activations of one shape at once (a
+/// small conv net's step, a dozen 8 MiB buffers of one length), and with room for
+/// only four the rest went back to the allocator and came back as fresh pages or a
+/// memset every step (a sixth of that step's time).
+const POOL_PER_SIZE: usize = 32;
 
 static LIMIT: AtomicUsize = AtomicUsize::new(256 << 20);
 

@@ -217,6 +217,44 @@ proptest! {
         }).collect();
         assert_close(&logical(&got), &want, 0.0, 0.0, "select");
     }
+
+    /// The ReLU's backward gate: `g` where `x > 0`, exactly zero elsewhere (a NaN
+    /// or zero gate closes it), on any layout of either operand.
+    #[test]
+    fn where_positive_gates_like_the_reference(
+        shape in proptest::collection::vec(1usize..5, 1..4),
+        seed in any::<u64>(),
+    ) {
+        let mut rng = tensor::Rng::new(seed);
+        let g = Tensor::<f64>::rand_normal(&shape, 0.0, 1.0, &mut rng).unwrap();
+        let mut xs = Tensor::<f64>::rand_normal(&shape, 0.0, 1.0, &mut rng).unwrap().to_vec();
+        xs[0] = f64::NAN;
+        if xs.len() > 1 {
+            xs[1] = 0.0;
+        }
+        let x = Tensor::from_vec(xs.clone(), &shape).unwrap();
+        let want: Vec<f64> =
+            g.to_vec().iter().zip(&xs).map(|(&g, &x)| if x > 0.0 { g } else { 0.0 }).collect();
+        prop_assert_eq!(g.where_positive(&x).unwrap().to_vec(), want.clone());
+        // Transposed (non-contiguous) operands give the same gating.
+        if shape.len() >= 2 {
+            let (gt, xt) = (g.transpose(0, 1).unwrap(), x.transpose(0, 1).unwrap());
+            let back = gt.where_positive(&xt).unwrap().transpose(0, 1).unwrap();
+            prop_assert_eq!(back.contiguous().to_vec(), want);
+        }
+    }
+}
+
+#[test]
+fn where_positive_gives_zero_at_a_closed_gate_even_for_infinities() {
+    let g = Tensor::<f32>::from_vec(vec![f32::INFINITY, f32::NAN, -2.0, 3.0], &[4]).unwrap();
+    let x = Tensor::<f32>::from_vec(vec![-1.0, 0.0, 5.0, 1e-30], &[4]).unwrap();
+    assert_eq!(
+        g.where_positive(&x).unwrap().to_vec(),
+        vec![0.0, 0.0, -2.0, 3.0]
+    );
+    let err = g.where_positive(&x.reshape(&[2, 2]).unwrap()).unwrap_err();
+    assert!(err.to_string().contains("where_positive"), "{err}");
 }
 
 #[test]

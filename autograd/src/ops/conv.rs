@@ -168,6 +168,11 @@ impl<T: Element> Var<T> {
                 ),
             ));
         }
+        if out == (1, 1) {
+            // Global average pooling: one mean per channel, not two products with
+            // single-row pooling matrices.
+            return self.mean(&[2, 3], true);
+        }
         let (h, w) = (self.shape()[2], self.shape()[3]);
         let rows = Var::constant(pooling_matrix::<T>(out.0, h)?);
         let cols = Var::constant(pooling_matrix::<T>(out.1, w)?.t()?);

@@ -163,8 +163,19 @@ impl<T: Element> Var<T> {
     #[track_caller]
     pub fn relu(&self) -> Result<Var<T>> {
         record("relu", &[self], self.value.relu(), |c| {
-            let mask = constant(c.inputs[0].value.gt_scalar(0.0));
-            Ok(vec![Some(c.grad.mul(&mask)?)])
+            Ok(vec![Some(c.grad.where_positive(&c.inputs[0].value)?)])
+        })
+    }
+
+    /// `self` where `gate > 0`, zero elsewhere ([`Tensor::where_positive`]): linear
+    /// in `self`, and the gate is a constant (its derivative is zero almost
+    /// everywhere), so the backward is the same gating of the incoming gradient.
+    #[track_caller]
+    pub fn where_positive(&self, gate: &Tensor<T>) -> Result<Var<T>> {
+        let gate = gate.clone();
+        let v = self.value.where_positive(&gate)?;
+        record("where_positive", &[self], v, move |c| {
+            Ok(vec![Some(c.grad.where_positive(&gate)?)])
         })
     }
 

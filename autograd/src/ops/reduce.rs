@@ -47,9 +47,9 @@ impl<T: Element> Var<T> {
         let v = self.value.mean(axes, keepdim)?;
         let n: usize = ax.iter().map(|&a| self.shape()[a]).product();
         record("mean", &[self], v, move |c| {
-            Ok(vec![Some(
-                expand_back(c.grad, c.inputs[0].shape(), &ax)?.mul_scalar(1.0 / n as f64)?,
-            )])
+            // Scaled before it is broadcast: one multiply per output, not per input.
+            let scaled = c.grad.mul_scalar(1.0 / n as f64)?;
+            Ok(vec![Some(expand_back(&scaled, c.inputs[0].shape(), &ax)?)])
         })
     }
 

@@ -1,7 +1,7 @@
 //! Broadcasting binary operations, comparisons (giving 0/1 masks) and `select`.
 
 use crate::element::Element;
-use crate::error::Result;
+use crate::error::{fmt_shape, Error, Result};
 use crate::layout::{broadcast_shapes, checked_numel, Rows};
 use crate::parallel;
 use crate::storage;
@@ -173,6 +173,30 @@ impl<T: Element> Tensor<T> {
     pub fn le_scalar(&self, s: f64) -> Tensor<T> {
         let s = T::from_f64(s);
         self.map(|x| Self::mask(x <= s))
+    }
+
+    /// `self` where `gate > 0`, zero elsewhere (NaN gates give zero); shapes must
+    /// match. The ReLU's backward in one pass (PyTorch's `threshold_backward`):
+    /// unlike `self · (gate > 0)` it gives 0, not NaN, for an infinite `self` at a
+    /// closed gate.
+    pub fn where_positive(&self, gate: &Tensor<T>) -> Result<Tensor<T>> {
+        if self.shape() != gate.shape() {
+            return Err(Error::shape(
+                "where_positive",
+                format!(
+                    "needs a gate of the same shape, got {} and {}",
+                    fmt_shape(self.shape()),
+                    fmt_shape(gate.shape())
+                ),
+            ));
+        }
+        self.zip_with(gate, "where_positive", |g, x| {
+            if x > T::zero() {
+                g
+            } else {
+                T::zero()
+            }
+        })
     }
 
     /// `on_true` where `cond` is non-zero, `on_false` elsewhere; all three broadcast.
