@@ -33,8 +33,15 @@ proptest! {
         let f = |v: &[Var<f64>]| v[0].conv2d(&v[1], spec)?.tanh();
         let r = gradcheck(f, &[x.clone(), wt.clone()], &opts());
         prop_assert!(r.is_ok(), "{:?}: {:?}", spec, r);
-        let r = gradgradcheck(f, &[x, wt], &opts());
+        let r = gradgradcheck(f, &[x.clone(), wt.clone()], &opts());
         prop_assert!(r.is_ok(), "second order {:?}: {:?}", spec, r);
+        // With a bias: its gradient is the output gradient summed per channel.
+        let b = rand(&[groups * cout_g], seed ^ 11);
+        let f = |v: &[Var<f64>]| v[0].conv2d_bias(&v[1], &v[2], spec)?.tanh();
+        let r = gradcheck(f, &[x.clone(), wt.clone(), b.clone()], &opts());
+        prop_assert!(r.is_ok(), "bias {:?}: {:?}", spec, r);
+        let r = gradgradcheck(f, &[x, wt, b], &opts());
+        prop_assert!(r.is_ok(), "bias, second order {:?}: {:?}", spec, r);
     }
 }
 

@@ -104,7 +104,66 @@ proptest! {
         let x = rand(&[n, groups * cin_g, h, w], seed);
         let wt = rand(&[groups * cout_g, cin_g, kh, kw], seed ^ 1);
         check(&x, &wt, spec, seed ^ 2).map_err(TestCaseError::fail)?;
+        let b = rand(&[groups * cout_g], seed ^ 3);
+        prop_assert_eq!(x.conv2d_bias(&wt, &b, spec).unwrap().to_vec(), with_bias_added(&x, &wt, &b, spec));
     }
+}
+
+/// conv2d followed by the broadcast add of a `[C_out]` bias, the two-op reference
+/// of `conv2d_bias`.
+fn with_bias_added(
+    x: &Tensor<f64>,
+    w: &Tensor<f64>,
+    b: &Tensor<f64>,
+    spec: Conv2dSpec,
+) -> Vec<f64> {
+    let per_channel = b.reshape(&[b.shape()[0], 1, 1]).unwrap();
+    x.conv2d(w, spec)
+        .unwrap()
+        .add(&per_channel)
+        .unwrap()
+        .to_vec()
+}
+
+/// The fused bias gives the bits of the convolution followed by the add, on the
+/// one-image-at-a-time path (grouped too) and the chunked one, at every thread
+/// count; a bias of the wrong shape is refused.
+#[test]
+fn conv2d_bias_is_the_convolution_then_the_add_on_every_path() {
+    let grouped = Conv2dSpec {
+        groups: 2,
+        ..Conv2dSpec::new(1, 1)
+    };
+    for (x, w, spec) in [
+        (
+            rand(&[3, 4, 16, 16], 1),
+            rand(&[6, 4, 3, 3], 2),
+            Conv2dSpec::new(1, 1),
+        ),
+        (rand(&[3, 4, 16, 16], 3), rand(&[6, 2, 3, 3], 4), grouped),
+        (
+            rand(&[3, 6, 10, 10], 5),
+            rand(&[5, 6, 3, 3], 6),
+            Conv2dSpec::new(2, 1),
+        ),
+    ] {
+        let b = rand(&[w.shape()[0]], 7);
+        let want = with_bias_added(&x, &w, &b, spec);
+        for threads in [1, 2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let got = pool.install(|| x.conv2d_bias(&w, &b, spec).unwrap().to_vec());
+            assert_eq!(got, want, "{spec:?} at {threads} threads");
+        }
+    }
+    let x = rand(&[1, 2, 5, 5], 8);
+    let w = rand(&[3, 2, 3, 3], 9);
+    let err = x
+        .conv2d_bias(&w, &rand(&[3, 1, 1], 10), Conv2dSpec::new(1, 1))
+        .unwrap_err();
+    assert!(err.to_string().contains("bias [3]"), "{err}");
 }
 
 /// Each lowering path of `tensor::ops::conv` against the naive loop: tiles of one

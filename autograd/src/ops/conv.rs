@@ -26,6 +26,23 @@ impl<T: Element> Var<T> {
         })
     }
 
+    /// [`Var::conv2d`] plus a bias `[C_out]` per output channel, in one op
+    /// ([`Tensor::conv2d_bias`]: the bits of the convolution followed by a
+    /// broadcast add, without the add's pass); the bias's gradient is the output
+    /// gradient summed over images and positions.
+    #[track_caller]
+    pub fn conv2d_bias(&self, weight: &Var<T>, bias: &Var<T>, spec: Conv2dSpec) -> Result<Var<T>> {
+        let v = self.value.conv2d_bias(&weight.value, &bias.value, spec)?;
+        record("conv2d_bias", &[self, weight, bias], v, move |c| {
+            let (x, w, b) = (&c.inputs[0], &c.inputs[1], &c.inputs[2]);
+            Ok(vec![
+                for_input(x, || c.grad.conv2d_input_grad(w, x.shape(), spec))?,
+                for_input(w, || c.grad.conv2d_weight_grad(x, w.shape(), spec))?,
+                for_input(b, || c.grad.sum(&[0, 2, 3], false))?,
+            ])
+        })
+    }
+
     /// convᵀ: the input gradient of [`Var::conv2d`] for the output gradient `self`.
     #[track_caller]
     pub fn conv2d_input_grad(

@@ -50,10 +50,9 @@ impl<T: Element> Conv2d<T> {
 
 impl<T: Element> Module<T> for Conv2d<T> {
     fn forward(&self, x: &Var<T>) -> Result<Var<T>> {
-        let y = x.conv2d(&self.weight.var(), self.spec)?;
         match &self.bias {
-            Some(b) => y.add(&b.var().reshape(&[b.shape()[0], 1, 1])?),
-            None => Ok(y),
+            Some(b) => x.conv2d_bias(&self.weight.var(), &b.var(), self.spec),
+            None => x.conv2d(&self.weight.var(), self.spec),
         }
     }
 }

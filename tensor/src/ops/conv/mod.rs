@@ -278,7 +278,44 @@ impl<T: Element> Tensor<T> {
     /// The 2-D convolution (cross-correlation, as in every framework) of `self`
     /// `[N, C_in, H, W]` with `weight` `[C_out, C_in/groups, kh, kw]`, no bias.
     pub fn conv2d(&self, weight: &Tensor<T>, spec: Conv2dSpec) -> Result<Tensor<T>> {
-        let geo = Geometry::new("conv2d", self.shape(), weight.shape(), spec)?;
+        self.convolve("conv2d", weight, None, spec)
+    }
+
+    /// [`Tensor::conv2d`] plus a bias `[C_out]` per output channel: the same bits
+    /// as the convolution followed by a broadcast add, without a pass of its own
+    /// over the output (each image's output gets its bias while still in cache).
+    pub fn conv2d_bias(
+        &self,
+        weight: &Tensor<T>,
+        bias: &Tensor<T>,
+        spec: Conv2dSpec,
+    ) -> Result<Tensor<T>> {
+        self.convolve("conv2d_bias", weight, Some(bias), spec)
+    }
+
+    fn convolve(
+        &self,
+        op: &'static str,
+        weight: &Tensor<T>,
+        bias: Option<&Tensor<T>>,
+        spec: Conv2dSpec,
+    ) -> Result<Tensor<T>> {
+        let geo = Geometry::new(op, self.shape(), weight.shape(), spec)?;
+        let bias = match bias {
+            Some(b) if b.shape() != [geo.cout] => {
+                return Err(Error::shape(
+                    op,
+                    format!(
+                        "needs a bias [{}] (one per output channel), got {}",
+                        geo.cout,
+                        fmt_shape(b.shape())
+                    ),
+                ))
+            }
+            Some(b) => Some(b.contiguous()),
+            None => None,
+        };
+        let bias = bias.as_ref().map(|b| b.as_slice().expect("contiguous"));
         let x = self.contiguous();
         let wt = weight.contiguous();
         let (xs, ws) = (
@@ -287,9 +324,15 @@ impl<T: Element> Tensor<T> {
         );
         let mut out = storage::scratch(geo.n * geo.out_image(), T::zero());
         if geo.per_image() {
-            per_image::forward(&geo, xs, ws, &mut out);
+            per_image::forward(&geo, xs, ws, bias, &mut out);
         } else {
             chunked::forward(&geo, xs, ws, &mut out);
+            if let Some(bias) = bias {
+                let p = geo.p();
+                parallel::for_each_chunk_sized(&mut out, geo.out_image(), |_, image| {
+                    add_bias(image, bias, p)
+                });
+            }
         }
         Ok(Tensor::from_contiguous(out, &geo.out_shape()))
     }
@@ -348,6 +391,15 @@ impl<T: Element> Tensor<T> {
             chunked::weight_grad(&geo, gs, xs)
         };
         Ok(Tensor::from_contiguous(dw, weight_shape))
+    }
+}
+
+/// Adds `bias[c]` to row `c` (of length `p`) of one image's output `[C_out, P]`.
+fn add_bias<T: Element>(image: &mut [T], bias: &[T], p: usize) {
+    for (row, &b) in image.chunks_mut(p.max(1)).zip(bias) {
+        for v in row {
+            *v = *v + b;
+        }
     }
 }
 

@@ -38,8 +38,15 @@ pub(super) fn block<T>(
     }
 }
 
-/// `y = conv(x, w)` into `out` (`[N, C_out, P]`).
-pub(super) fn forward<T: Element>(geo: &Geometry, xs: &[T], ws: &[T], out: &mut [T]) {
+/// `y = conv(x, w) + b` into `out` (`[N, C_out, P]`): the bias (one per output
+/// channel, if any) is added to each image's output while it is still in cache.
+pub(super) fn forward<T: Element>(
+    geo: &Geometry,
+    xs: &[T],
+    ws: &[T],
+    bias: Option<&[T]>,
+    out: &mut [T],
+) {
     let taps = taps(geo);
     let (k, p, cog) = (geo.k(), geo.p(), geo.cout_g());
     let across = geo.across_images();
@@ -68,6 +75,9 @@ pub(super) fn forward<T: Element>(geo: &Geometry, xs: &[T], ws: &[T], out: &mut 
                     gemm::gemm(T::ONE, &w_t, &b, T::ZERO, dst, p, !across);
                 }
             }
+        }
+        if let Some(bias) = bias {
+            super::add_bias(region, bias, p);
         }
     });
 }
