@@ -2,6 +2,7 @@
 //! backward rule stand side by side, and the rules are written with `Var` ops so
 //! that they can themselves be differentiated.
 
+pub mod batch_norm;
 pub mod conv;
 pub mod elementwise;
 pub mod fft;

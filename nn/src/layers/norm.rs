@@ -85,54 +85,48 @@ impl<T: Element> Module<T> for BatchNorm<T> {
         let c = self.weight.shape()[0];
         check_channels("BatchNorm", x, c)?;
         let rank = x.ndim();
-        let axes: Vec<isize> = (0..rank as isize).filter(|&a| a != 1).collect();
         let count: usize = x.numel() / c;
-        let (mean, var) = if self.scope.store().is_training() {
-            if count < 2 {
-                return Err(Error::value(
-                    "BatchNorm",
-                    format!(
-                        "training needs more than one value per channel, got input {}",
-                        fmt_shape(x.shape())
-                    ),
-                ));
-            }
-            let mean = x.mean(&axes, true)?;
-            let var = x.var(&axes, 0, true)?;
-            no_grad(|| -> Result<()> {
-                let m = self.momentum;
-                let (bm, bv) = (mean.value().reshape(&[c])?, var.value().reshape(&[c])?);
-                let unbiased = bv.mul_scalar(count as f64 / (count - 1) as f64);
-                self.running_mean.set(
-                    self.running_mean
-                        .value()
-                        .mul_scalar(1.0 - m)
-                        .add(&bm.mul_scalar(m))?,
-                )?;
-                self.running_var.set(
-                    self.running_var
-                        .value()
-                        .mul_scalar(1.0 - m)
-                        .add(&unbiased.mul_scalar(m))?,
-                )
-            })?;
-            (mean, var)
-        } else {
+        if !self.scope.store().is_training() {
+            // y = x·a + b with the per-channel a = γ/√(σ² + ε) and b = β − μ·a
+            // from the running statistics, as PyTorch's CPU kernel folds it.
             let shape: Vec<usize> = (0..rank).map(|a| if a == 1 { c } else { 1 }).collect();
-            (
-                Var::constant(self.running_mean.value().reshape(&shape)?),
-                Var::constant(self.running_var.value().reshape(&shape)?),
+            let mean = Var::constant(self.running_mean.value().reshape(&shape)?);
+            let var = Var::constant(self.running_var.value().reshape(&shape)?);
+            let scale = var
+                .add_scalar(self.eps)?
+                .rsqrt()?
+                .mul(&per_channel(&self.weight, rank)?)?;
+            let shift = per_channel(&self.bias, rank)?.sub(&mean.mul(&scale)?)?;
+            return x.mul(&scale)?.add(&shift);
+        }
+        if count < 2 {
+            return Err(Error::value(
+                "BatchNorm",
+                format!(
+                    "training needs more than one value per channel, got input {}",
+                    fmt_shape(x.shape())
+                ),
+            ));
+        }
+        // One op with a fused backward (three passes over the activation).
+        let (y, batch) = x.batch_norm(&self.weight.var(), &self.bias.var(), self.eps)?;
+        no_grad(|| -> Result<()> {
+            let m = self.momentum;
+            let unbiased = batch.var.mul_scalar(count as f64 / (count - 1) as f64);
+            self.running_mean.set(
+                self.running_mean
+                    .value()
+                    .mul_scalar(1.0 - m)
+                    .add(&batch.mean.mul_scalar(m))?,
+            )?;
+            self.running_var.set(
+                self.running_var
+                    .value()
+                    .mul_scalar(1.0 - m)
+                    .add(&unbiased.mul_scalar(m))?,
             )
-        };
-        // y = x·a + b with the per-channel a = γ/√(σ² + ε) and b = β − μ·a, as
-        // PyTorch's CPU kernel folds it: two passes over the activation (and two
-        // more in the backward) instead of four, the rest on C values.
-        let scale = var
-            .add_scalar(self.eps)?
-            .rsqrt()?
-            .mul(&per_channel(&self.weight, rank)?)?;
-        let shift = per_channel(&self.bias, rank)?.sub(&mean.mul(&scale)?)?;
-        x.mul(&scale)?.add(&shift)
+        })?;
+        Ok(y)
     }
 }
 

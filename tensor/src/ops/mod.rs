@@ -1,5 +1,6 @@
 //! Operations on tensors, one family a file.
 
+pub mod batch_norm;
 pub mod binary;
 pub mod conv;
 pub mod index;

@@ -15,7 +15,7 @@ use crate::tensor::Tensor;
 
 /// Sum of a slice with eight independent accumulators (vectorisable, and more
 /// accurate than a single running sum), combined pairwise.
-fn sum_lanes<T: Element>(x: &[T]) -> T {
+pub(crate) fn sum_lanes<T: Element>(x: &[T]) -> T {
     let mut acc = [T::zero(); 8];
     let mut chunks = x.chunks_exact(8);
     for c in &mut chunks {
@@ -35,7 +35,7 @@ const PAIRWISE_LEAF: usize = 256;
 /// Pairwise (cascade) sum: halves split at a multiple of 8 until a leaf of at most
 /// `PAIRWISE_LEAF` elements, which [`sum_lanes`] adds. The error is
 /// O((PAIRWISE_LEAF/8 + log₂ n)·ε·Σ|x|) instead of O(n·ε·Σ|x|) for a running sum.
-fn sum_pairwise<T: Element>(x: &[T]) -> T {
+pub(crate) fn sum_pairwise<T: Element>(x: &[T]) -> T {
     if x.len() <= PAIRWISE_LEAF {
         return sum_lanes(x);
     }
