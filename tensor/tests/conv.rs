@@ -125,6 +125,22 @@ fn with_bias_added(
         .to_vec()
 }
 
+/// An empty batch has a zero weight gradient and an empty input gradient and
+/// output, on the chunked path (small images) and the one-image path alike.
+#[test]
+fn an_empty_batch_gives_zero_gradients() {
+    for side in [4, 16] {
+        let x = Tensor::<f64>::zeros(&[0, 3, side, side]).unwrap();
+        let w = rand(&[2, 3, 3, 3], 1);
+        let spec = Conv2dSpec::new(1, 1);
+        let y = x.conv2d(&w, spec).unwrap();
+        assert_eq!(y.shape(), [0, 2, side, side]);
+        let dw = y.conv2d_weight_grad(&x, w.shape(), spec).unwrap();
+        assert_eq!(dw.to_vec(), vec![0.0; 54], "{side}×{side}");
+        assert_eq!(y.conv2d_input_grad(&w, x.shape(), spec).unwrap().numel(), 0);
+    }
+}
+
 /// The fused bias gives the bits of the convolution followed by the add, on the
 /// one-image-at-a-time path (grouped too) and the chunked one, at every thread
 /// count; a bias of the wrong shape is refused.

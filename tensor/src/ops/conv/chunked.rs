@@ -12,7 +12,7 @@ use super::{Geometry, PAR_CONV_WORK};
 use crate::element::Element;
 use crate::kernels::gemm;
 use crate::parallel;
-use crate::storage::Scratch;
+use crate::storage::{self, Scratch};
 
 /// The chunks: (first image, images) pairs covering the batch.
 fn chunks(geo: &Geometry) -> Vec<(usize, usize)> {
@@ -34,7 +34,8 @@ fn tiles(geo: &Geometry, imgs: usize) -> Vec<(usize, usize)> {
 }
 
 /// Rows `co0..co0+rows` of the chunk's output-shaped data `y` (images of `[C_out, P]`)
-/// at positions `q0..q1`, gathered into `[rows, q1 − q0]`.
+/// at positions `q0..q1`, gathered into `[rows, q1 − q0]` (a recycled buffer, every
+/// element written).
 fn gather_positions<T: Element>(
     geo: &Geometry,
     y: &[T],
@@ -42,9 +43,9 @@ fn gather_positions<T: Element>(
     rows: usize,
     q0: usize,
     q1: usize,
-) -> Vec<T> {
+) -> Scratch<T> {
     let (p, cols) = (geo.p(), q1 - q0);
-    let mut out = vec![T::zero(); rows * cols];
+    let mut out = Scratch::new(rows * cols, T::zero());
     for (o, dst) in out.chunks_mut(cols).enumerate() {
         let mut q = q0;
         while q < q1 {
@@ -132,7 +133,7 @@ pub(super) fn input_grad<T: Element>(geo: &Geometry, gs: &[T], ws: &[T], dx: &mu
             for (q0, q1) in tiles(geo, imgs) {
                 let cols = q1 - q0;
                 let gathered = gather_positions(geo, gy, g * cog, cog, q0, q1);
-                let mut col = vec![T::zero(); k * cols];
+                let mut col = Scratch::new(k * cols, T::zero());
                 let b = block(&gathered, 0, cog, cols, false);
                 gemm::gemm(T::ONE, &w, &b, T::ZERO, &mut col, cols, true);
                 col2im(geo, &taps, &col, g, (q0, q1), &mut padded);
@@ -147,7 +148,11 @@ pub(super) fn input_grad<T: Element>(geo: &Geometry, gs: &[T], ws: &[T], dx: &mu
 pub(super) fn weight_grad<T: Element>(geo: &Geometry, gs: &[T], xs: &[T]) -> Vec<T> {
     let taps = taps(geo);
     let (k, cog) = (geo.k(), geo.cout_g());
-    let mut dw = vec![T::zero(); geo.cout * k];
+    if geo.n == 0 {
+        return vec![T::zero(); geo.cout * k];
+    }
+    // Every group's block is written by its first product (β = 0).
+    let mut dw = storage::scratch(geo.cout * k, T::zero());
     let mut first = vec![true; geo.groups()];
     for (img0, imgs) in chunks(geo) {
         let x = Padded::new(

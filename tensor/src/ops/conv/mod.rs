@@ -407,18 +407,19 @@ fn add_bias<T: Element>(image: &mut [T], bias: &[T], p: usize) {
 /// w[g·C_out/g + o, c, kh − 1 − i, kw − 1 − j]`, shaped `[C_in, C_out/g, kh, kw]`.
 fn flip_kernel<T: Element>(geo: &Geometry, w: &[T]) -> Vec<T> {
     let (cin_g, cout_g, taps) = (geo.cin_g(), geo.cout_g(), geo.kh * geo.kw);
-    let mut out = vec![T::zero(); w.len()];
-    for g in 0..geo.groups() {
-        for o in 0..cout_g {
-            for c in 0..cin_g {
-                let src = ((g * cout_g + o) * cin_g + c) * taps;
-                let dst = ((g * cin_g + c) * cout_g + o) * taps;
-                for t in 0..taps {
-                    out[dst + taps - 1 - t] = w[src + t];
-                }
+    // Every element is written: a recycled buffer, not fresh pages. Output rows
+    // (one input channel each) are independent, so large kernels split by rows.
+    let mut out = storage::scratch(w.len(), T::zero());
+    parallel::for_each_chunk_sized(&mut out, cout_g * taps, |start, row| {
+        let ci = start / (cout_g * taps).max(1);
+        let (g, c) = (ci / cin_g, ci % cin_g);
+        for (o, dst) in row.chunks_exact_mut(taps).enumerate() {
+            let src = ((g * cout_g + o) * cin_g + c) * taps;
+            for (d, &v) in dst.iter_mut().rev().zip(&w[src..src + taps]) {
+                *d = v;
             }
         }
-    }
+    });
     out
 }
 
