@@ -137,14 +137,11 @@ impl<T: Element> Optimizer<T> for Adam<T> {
             } else {
                 T::zero()
             };
-            let m = self.m[i]
-                .clone()
-                .unwrap_or_else(|| Tensor::zeros_like(&theta));
-            let v = self.v[i]
-                .clone()
-                .unwrap_or_else(|| Tensor::zeros_like(&theta));
-            let (new_p, moments) = update_chunks(&theta, g, &[&m, &v], |x, g, b, o| {
-                let [po, mo, vo] = o else {
+            let m = self.m[i].get_or_insert_with(|| Tensor::zeros_like(&theta));
+            let v = self.v[i].get_or_insert_with(|| Tensor::zeros_like(&theta));
+            // The moments are rewritten in place (every check has passed above).
+            let new_p = update_chunks(&theta, g, &mut [m, v], |x, g, o| {
+                let [x_out, m, v] = o else {
                     unreachable!("one parameter and two moments")
                 };
                 let h = AdamStep {
@@ -157,27 +154,12 @@ impl<T: Element> Optimizer<T> for Adam<T> {
                     weight_decay: wd,
                     decoupled,
                 };
-                let (x_out, m_out, v_out) = (&mut **po, &mut **mo, &mut **vo);
-                let (m, v) = (b[0], b[1]);
-                adam_update(
-                    &h,
-                    AdamSlices {
-                        x,
-                        g,
-                        m,
-                        v,
-                        x_out,
-                        m_out,
-                        v_out,
-                    },
-                );
+                adam_update(&h, AdamSlices { x, g, m, v, x_out });
             })?;
-            updates.push((new_p, moments));
+            updates.push(new_p);
         }
-        for (i, (new_p, mut moments)) in updates.into_iter().enumerate() {
+        for (i, new_p) in updates.into_iter().enumerate() {
             self.params[i].set(new_p)?;
-            self.v[i] = moments.pop();
-            self.m[i] = moments.pop();
         }
         self.step = t;
         if autograd::trace::is_on() {

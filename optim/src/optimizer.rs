@@ -231,44 +231,33 @@ pub(crate) fn reject_unknown_buffers<T: Element>(
 }
 
 /// Runs an update kernel over aligned contiguous chunks of a parameter, its
-/// gradient and its buffers, producing the new parameter and buffers in one pass (in
-/// parallel when large; element-wise work does not depend on the chunking).
+/// gradient and its buffers in one pass (in parallel when large; element-wise work
+/// does not depend on the chunking), returning the new parameter. The buffers are
+/// rewritten in place (copy-on-write: [`Tensor::make_mut`], so a saved state or any
+/// other clone keeps its values); call it only once every check of the step has
+/// passed, so that a refused step leaves them as they were.
 ///
-/// `kernel(x, g, buffers, outputs)` gets equally long slices; `outputs[0]` is the new
-/// parameter and `outputs[1 + k]` the new buffer `k`.
+/// `kernel(x, g, outputs)` gets equally long slices; `outputs[0]` is the new
+/// parameter and `outputs[1 + k]` buffer `k`, holding its old values on entry.
 pub(crate) fn update_chunks<T: Element>(
     param: &Tensor<T>,
     grad: &Tensor<T>,
-    buffers: &[&Tensor<T>],
-    kernel: impl Fn(&[T], &[T], &[&[T]], &mut [&mut [T]]) + Sync,
-) -> Result<(Tensor<T>, Vec<Tensor<T>>)> {
+    buffers: &mut [&mut Tensor<T>],
+    kernel: impl Fn(&[T], &[T], &mut [&mut [T]]) + Sync,
+) -> Result<Tensor<T>> {
     let p = param.contiguous();
     let g = grad.contiguous();
-    let bs: Vec<Tensor<T>> = buffers.iter().map(|b| b.contiguous()).collect();
     let (ps, gs) = (
         p.as_slice().expect("contiguous"),
         g.as_slice().expect("contiguous"),
     );
-    let bsl: Vec<&[T]> = bs
-        .iter()
-        .map(|b| b.as_slice().expect("contiguous"))
-        .collect();
-    let n = ps.len();
-    // Every element of every output is written by the kernel.
-    let mut outs: Vec<Vec<T>> = (0..=buffers.len())
-        .map(|_| tensor::storage::scratch(n, T::zero()))
-        .collect();
-    let mut views: Vec<&mut [T]> = outs.iter_mut().map(|v| v.as_mut_slice()).collect();
+    // Every element of the new parameter is written by the kernel.
+    let mut new_p = tensor::storage::scratch(ps.len(), T::zero());
+    let mut views: Vec<&mut [T]> = vec![new_p.as_mut_slice()];
+    views.extend(buffers.iter_mut().map(|b| b.make_mut()));
     tensor::parallel::for_each_chunk_of_each(&mut views, 4096, |start, chunks| {
         let end = start + chunks[0].len();
-        let b: Vec<&[T]> = bsl.iter().map(|s| &s[start..end]).collect();
-        kernel(&ps[start..end], &gs[start..end], &b, chunks);
+        kernel(&ps[start..end], &gs[start..end], chunks);
     });
-    let shape = param.shape();
-    let mut tensors = outs
-        .into_iter()
-        .map(|v| Tensor::from_vec(v, shape))
-        .collect::<Result<Vec<_>>>()?;
-    let new_p = tensors.remove(0);
-    Ok((new_p, tensors))
+    Tensor::from_vec(new_p, param.shape())
 }

@@ -102,42 +102,38 @@ impl<T: Element> Optimizer<T> for Sgd<T> {
         for (i, (p, g)) in self.params.iter().zip(grads.tensors()).enumerate() {
             let theta = p.value();
             if mu == T::zero() {
-                let (new_p, _) = update_chunks(&theta, g, &[], |x, g, _, o| {
+                let new_p = update_chunks(&theta, g, &mut [], |x, g, o| {
                     for ((o, &x), &g) in o[0].iter_mut().zip(x).zip(g) {
                         *o = x - lr * (g + wd * x);
                     }
                 })?;
-                updates.push((new_p, None));
+                updates.push(new_p);
                 continue;
             }
             let first = self.momentum[i].is_none();
-            let buf = self.momentum[i]
-                .clone()
-                .unwrap_or_else(|| Tensor::zeros_like(&theta));
-            let (new_p, mut new_b) = update_chunks(&theta, g, &[&buf], |x, g, b, o| {
+            let buf = self.momentum[i].get_or_insert_with(|| Tensor::zeros_like(&theta));
+            // The buffer is rewritten in place (every check has passed above).
+            let new_p = update_chunks(&theta, g, &mut [buf], |x, g, o| {
                 let [po, bo] = o else {
                     unreachable!("one parameter and one buffer")
                 };
                 let n = x.len();
-                let (g, b, po, bo) = (&g[..n], &b[0][..n], &mut po[..n], &mut bo[..n]);
+                let (g, po, bo) = (&g[..n], &mut po[..n], &mut bo[..n]);
                 for i in 0..n {
                     let d = g[i] + wd * x[i];
                     let m = if first {
                         d
                     } else {
-                        mu * b[i] + (T::one() - damp) * d
+                        mu * bo[i] + (T::one() - damp) * d
                     };
                     bo[i] = m;
                     po[i] = x[i] - lr * if nesterov { d + mu * m } else { m };
                 }
             })?;
-            updates.push((new_p, new_b.pop()));
+            updates.push(new_p);
         }
-        for (i, (new_p, new_b)) in updates.into_iter().enumerate() {
+        for (i, new_p) in updates.into_iter().enumerate() {
             self.params[i].set(new_p)?;
-            if new_b.is_some() {
-                self.momentum[i] = new_b;
-            }
         }
         if autograd::trace::is_on() {
             autograd::trace::next_step();

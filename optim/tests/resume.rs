@@ -152,3 +152,35 @@ fn partial_or_foreign_optimizer_states_are_refused() {
     fresh().opt.load_state(&full).unwrap();
     fresh().opt.load_state(&fresh().opt.state()).unwrap();
 }
+
+/// The moments are rewritten in place, copy-on-write: a state taken before more
+/// steps keeps its values while the optimiser's own move on.
+#[test]
+fn a_state_taken_mid_run_is_not_changed_by_later_steps() {
+    let mut run = fresh();
+    steps(&mut run, 3);
+    let names: Vec<String> = run
+        .store
+        .trainable()
+        .iter()
+        .flat_map(|p| ["m", "v"].map(|k| format!("{k}.{}", p.name())))
+        .collect();
+    let bits = |s: &optim::OptimizerState<f32>| -> Vec<Vec<u32>> {
+        names
+            .iter()
+            .map(|n| {
+                s.tensor(n)
+                    .unwrap()
+                    .to_vec()
+                    .iter()
+                    .map(|v| v.to_bits())
+                    .collect()
+            })
+            .collect()
+    };
+    let state = run.opt.state();
+    let before = bits(&state);
+    steps(&mut run, 2);
+    assert_eq!(bits(&state), before, "later steps changed a saved state");
+    assert_ne!(bits(&run.opt.state()), before, "the moments did not move");
+}

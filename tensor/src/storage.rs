@@ -179,6 +179,11 @@ impl<T: Send + 'static> Storage<T> {
     pub(crate) fn new(data: Vec<T>) -> Self {
         Storage { data }
     }
+
+    /// The elements, writable (the caller holds the only handle).
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [T] {
+        &mut self.data
+    }
 }
 
 impl<T: Send + 'static> std::ops::Deref for Storage<T> {

@@ -144,6 +144,22 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
         }
     }
 
+    /// The elements as a writable slice in logical order, copy-on-write: written
+    /// in place when this handle is the only one to its storage and covers all of
+    /// it contiguously, else first copied into storage of its own — so no other
+    /// tensor (a clone, a view, a saved state) ever sees the change. For state an
+    /// optimiser owns and rewrites every step (moments, momentum).
+    pub fn make_mut(&mut self) -> &mut [T] {
+        let whole =
+            self.is_contiguous() && self.layout.offset() == 0 && self.numel() == self.data.len();
+        if !whole || Arc::get_mut(&mut self.data).is_none() {
+            *self = Tensor::from_contiguous(self.to_vec(), self.shape());
+        }
+        Arc::get_mut(&mut self.data)
+            .expect("a tensor just made has one handle")
+            .as_mut_slice()
+    }
+
     /// The elements in row-major logical order.
     pub fn to_vec(&self) -> Vec<T> {
         match self.as_slice() {

@@ -223,3 +223,28 @@ proptest! {
         prop_assert_eq!(logical(&v.contiguous()), logical(&v));
     }
 }
+
+/// `make_mut` writes in place only through the one handle to a whole contiguous
+/// storage; a shared storage or a view is copied first (in logical order), so no
+/// other tensor sees the write.
+#[test]
+fn make_mut_is_copy_on_write() {
+    let mut a = Tensor::<f64>::from_vec((0..6).map(f64::from).collect(), &[2, 3]).unwrap();
+    let ptr = a.storage().as_ptr();
+    a.make_mut()[0] = 10.0;
+    assert_eq!(a.storage().as_ptr(), ptr, "a unique tensor is written in place");
+    let b = a.clone();
+    a.make_mut()[1] = 20.0;
+    assert!(!a.shares_storage(&b));
+    assert_eq!(b.to_vec(), vec![10.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+    assert_eq!(a.to_vec(), vec![10.0, 20.0, 2.0, 3.0, 4.0, 5.0]);
+    let mut t = b.t().unwrap();
+    t.make_mut()[1] = -1.0;
+    assert_eq!(t.shape(), [3, 2]);
+    assert_eq!(t.to_vec(), vec![10.0, -1.0, 1.0, 4.0, 2.0, 5.0]);
+    assert_eq!(b.to_vec(), vec![10.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+    let mut part = b.narrow(1, 1, 2).unwrap();
+    part.make_mut()[0] = 0.5;
+    assert_eq!(part.to_vec(), vec![0.5, 2.0, 4.0, 5.0]);
+    assert_eq!(b.to_vec()[1], 1.0);
+}

@@ -33,23 +33,19 @@ pub struct AdamStep<T> {
     pub decoupled: bool,
 }
 
-/// The slices of one update: inputs `x` (parameter), `g`, `m`, `v`; outputs `x_out`,
-/// `m_out`, `v_out`; all of one length.
+/// The slices of one update, all of one length: inputs `x` (parameter) and `g`;
+/// the moments `m` and `v`, updated in place; the new parameter `x_out`.
 pub struct AdamSlices<'a, T> {
     /// Parameter.
     pub x: &'a [T],
     /// Gradient.
     pub g: &'a [T],
-    /// First moment.
-    pub m: &'a [T],
-    /// Second moment.
-    pub v: &'a [T],
+    /// First moment, replaced by the new one.
+    pub m: &'a mut [T],
+    /// Second moment, replaced by the new one.
+    pub v: &'a mut [T],
     /// New parameter.
     pub x_out: &'a mut [T],
-    /// New first moment.
-    pub m_out: &'a mut [T],
-    /// New second moment.
-    pub v_out: &'a mut [T],
 }
 
 /// For each element: `(x, g) ← (x − lr·wd·x, g)` (decoupled) or `(x, g + wd·x)`;
@@ -61,16 +57,9 @@ pub struct AdamSlices<'a, T> {
 pub fn adam_update<T: Scalar + num_traits::Float>(h: &AdamStep<T>, mut s: AdamSlices<'_, T>) {
     let n = s.x.len();
     assert!(
-        [
-            s.g.len(),
-            s.m.len(),
-            s.v.len(),
-            s.x_out.len(),
-            s.m_out.len(),
-            s.v_out.len()
-        ]
-        .iter()
-        .all(|&l| l == n),
+        [s.g.len(), s.m.len(), s.v.len(), s.x_out.len()]
+            .iter()
+            .all(|&l| l == n),
         "adam_update: slices of different lengths"
     );
     let mut done = 0;
@@ -91,8 +80,8 @@ pub fn adam_update<T: Scalar + num_traits::Float>(h: &AdamStep<T>, mut s: AdamSl
     for i in done..n {
         let (xi, mi, vi) = element(h, s.x[i], s.g[i], s.m[i], s.v[i]);
         s.x_out[i] = xi;
-        s.m_out[i] = mi;
-        s.v_out[i] = vi;
+        s.m[i] = mi;
+        s.v[i] = vi;
     }
 }
 
@@ -114,18 +103,20 @@ fn element<T: num_traits::Float>(h: &AdamStep<T>, x: T, g: T, m: T, v: T) -> (T,
     )
 }
 
-/// The seven slices as raw pointers (inputs, only read through theirs, then
-/// outputs, taken from their exclusive borrows).
+/// The slices as the vector loop's seven pointers: inputs x, g, m, v (only read
+/// through theirs), then outputs x, m, v — each moment's output the same pointer
+/// as its input, since the moments are updated in place.
 #[cfg(target_arch = "x86_64")]
 fn ptrs<T>(s: &mut AdamSlices<'_, T>) -> [*mut T; 7] {
+    let (m, v) = (s.m.as_mut_ptr(), s.v.as_mut_ptr());
     [
         s.x.as_ptr().cast_mut(),
         s.g.as_ptr().cast_mut(),
-        s.m.as_ptr().cast_mut(),
-        s.v.as_ptr().cast_mut(),
+        m,
+        v,
         s.x_out.as_mut_ptr(),
-        s.m_out.as_mut_ptr(),
-        s.v_out.as_mut_ptr(),
+        m,
+        v,
     ]
 }
 
@@ -156,7 +147,9 @@ macro_rules! simd_adam {
      $add:ident, $sub:ident, $mul:ident, $div:ident, $sqrt:ident) => {
         /// # Safety
         /// The CPU has the function's features; the seven pointers address `n`
-        /// elements each, the outputs writable and not overlapping the inputs.
+        /// elements each, the outputs writable, each output either disjoint from
+        /// every input or equal to its own input (every vector is loaded before
+        /// the stores at its position).
         #[target_feature(enable = $feature)]
         unsafe fn $name(h: AdamStep<$t>, n: usize, p: [*mut $t; 7]) -> usize {
             use std::arch::x86_64::*;
@@ -225,8 +218,8 @@ simd_adam!(
 mod tests {
     use super::*;
 
-    /// The vector path gives the scalar path's bits, for both decays and a length
-    /// with a tail.
+    /// The vector path (moments rewritten in place) gives the scalar path's bits,
+    /// for both decays and a length with a tail.
     #[test]
     fn vector_and_scalar_updates_agree_to_the_bit() {
         fn check<T: Scalar + num_traits::Float + std::fmt::Debug>() {
@@ -250,18 +243,15 @@ mod tests {
                     weight_decay: t(0.01),
                     decoupled,
                 };
-                let (mut xo, mut mo, mut vo) =
-                    (vec![T::zero(); n], vec![T::zero(); n], vec![T::zero(); n]);
+                let (mut xo, mut mo, mut vo) = (vec![T::zero(); n], m.clone(), v.clone());
                 adam_update(
                     &h,
                     AdamSlices {
                         x: &x,
                         g: &g,
-                        m: &m,
-                        v: &v,
+                        m: &mut mo,
+                        v: &mut vo,
                         x_out: &mut xo,
-                        m_out: &mut mo,
-                        v_out: &mut vo,
                     },
                 );
                 for i in 0..n {
