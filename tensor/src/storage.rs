@@ -9,15 +9,17 @@
 //! default, a ResNet-18 step's worth at batch 32: that step frees about 0.9 GiB of
 //! activations and gradients, and with a 256 MiB pool the rest came back from the
 //! allocator, memset, every step — 13 % of the step; `set_pool_limit(0)` turns
-//! it off). Recycled buffers are always fully overwritten before use, so results
-//! never depend on the pool.
+//! it off). Smaller buffers, from 256 bytes, are kept by the thread that frees them in
+//! a short list of its own (`SMALL_PER_THREAD`), so small ops and per-call scratch
+//! skip the allocator and its zeroing. Recycled buffers are always fully
+//! overwritten before use, so results never depend on the pool.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// Buffers smaller than this are left to the allocator.
+/// Buffers smaller than this are not put in the shared pool.
 const POOL_MIN_BYTES: usize = 64 * 1024;
 /// At most this many buffers of one type and length are kept (all within
 /// `pool_limit()`): a training step holds many activations of one shape at once (a
@@ -50,11 +52,12 @@ pub fn set_pool_limit(bytes: usize) {
     }
 }
 
-/// Frees every pooled buffer.
+/// Frees every pooled buffer (the shared pool's, and this thread's small ones).
 pub fn clear_pool() {
     if let Ok(mut p) = POOL.lock() {
         *p = None;
     }
+    let _ = SMALL.try_with(|list| list.borrow_mut().clear());
 }
 
 /// Bytes currently held by the pool.
@@ -65,17 +68,45 @@ pub fn pooled_bytes() -> usize {
         .unwrap_or(0)
 }
 
-fn poolable<T>(len: usize) -> bool {
-    len * std::mem::size_of::<T>() >= POOL_MIN_BYTES && pool_limit() > 0
+/// Buffers of at least this many bytes but fewer than `POOL_MIN_BYTES` are kept by
+/// the thread that frees them, in a short list of its own (no lock): a small op's
+/// output or a row's scratch then costs no allocator call, and no zeroing.
+const SMALL_MIN_BYTES: usize = 256;
+/// At most this many small buffers are kept per thread.
+const SMALL_PER_THREAD: usize = 16;
+
+thread_local! {
+    static SMALL: std::cell::RefCell<Vec<(Key, Box<dyn Any>)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Where a buffer of `len` elements of `T` is recycled, if anywhere.
+#[derive(Debug, PartialEq)]
+enum Recycled {
+    /// In the shared pool.
+    Shared,
+    /// In the freeing thread's own list.
+    Local,
+    /// Not at all (too small, or the pool is off).
+    No,
+}
+
+fn recycled<T>(len: usize) -> Recycled {
+    let bytes = len * std::mem::size_of::<T>();
+    if pool_limit() == 0 || bytes < SMALL_MIN_BYTES {
+        Recycled::No
+    } else if bytes < POOL_MIN_BYTES {
+        Recycled::Local
+    } else {
+        Recycled::Shared
+    }
 }
 
 /// A vector of `n` copies of `v`, reusing a pooled buffer of that length if any.
 pub(crate) fn filled<T: Copy + Send + 'static>(n: usize, v: T) -> Vec<T> {
-    if poolable::<T>(n) {
-        if let Some(mut buf) = take::<T>(n) {
-            buf.fill(v);
-            return buf;
-        }
+    if let Some(mut buf) = take::<T>(n) {
+        buf.fill(v);
+        return buf;
     }
     vec![v; n]
 }
@@ -88,7 +119,7 @@ pub(crate) fn filled<T: Copy + Send + 'static>(n: usize, v: T) -> Vec<T> {
 /// fresh, is filled with NaN instead, so a kernel that misses an element fails
 /// loudly rather than passing on a stale or zero value.
 pub fn scratch<T: Copy + Send + 'static>(n: usize, v: T) -> Vec<T> {
-    let mut buf = match poolable::<T>(n).then(|| take::<T>(n)).flatten() {
+    let mut buf = match take::<T>(n) {
         Some(buf) => buf,
         None => vec![v; n],
     };
@@ -143,6 +174,19 @@ fn poison<T: 'static>(buf: &mut Vec<T>) {
 }
 
 fn take<T: Send + 'static>(n: usize) -> Option<Vec<T>> {
+    let key = (TypeId::of::<T>(), n);
+    match recycled::<T>(n) {
+        Recycled::No => return None,
+        Recycled::Local => {
+            let buf = SMALL.with(|list| {
+                let mut list = list.borrow_mut();
+                let at = list.iter().rposition(|(k, _)| *k == key)?;
+                Some(list.swap_remove(at).1)
+            })?;
+            return buf.downcast::<Vec<T>>().ok().map(|b| *b);
+        }
+        Recycled::Shared => {}
+    }
     let mut guard = POOL.lock().ok()?;
     let pool = guard.as_mut()?;
     let buf = pool.buffers.get_mut(&(TypeId::of::<T>(), n))?.pop()?;
@@ -153,7 +197,18 @@ fn take<T: Send + 'static>(n: usize) -> Option<Vec<T>> {
 /// Hands a buffer back to the pool (or to the allocator when it does not fit).
 fn give<T: Send + 'static>(buf: Vec<T>) {
     let n = buf.len();
-    if buf.capacity() != n || !poolable::<T>(n) {
+    let place = recycled::<T>(n);
+    if buf.capacity() != n || place == Recycled::No {
+        return;
+    }
+    if place == Recycled::Local {
+        // On a thread being torn down the list is gone: the buffer is just freed.
+        let _ = SMALL.try_with(|list| {
+            let mut list = list.borrow_mut();
+            if list.len() < SMALL_PER_THREAD {
+                list.push(((TypeId::of::<T>(), n), Box::new(buf)));
+            }
+        });
         return;
     }
     let bytes = n * std::mem::size_of::<T>();
@@ -217,6 +272,22 @@ mod tests {
         }
         let small = filled(10, 2.0f32);
         assert_eq!(small, vec![2.0; 10]);
+    }
+
+    /// A small buffer goes back to its thread's own list and comes out refilled on
+    /// the next request of its length there; tiny ones are left to the allocator.
+    #[test]
+    fn small_buffers_are_recycled_on_their_thread() {
+        let n = 1000;
+        let a = filled(n, 2.5f64);
+        let ptr = a.as_ptr();
+        drop(Storage::new(a));
+        let b = filled(n, 0.0f64);
+        assert_eq!(b.as_ptr(), ptr, "this thread's list is not shared");
+        assert!(b.iter().all(|&v| v == 0.0));
+        assert_eq!(recycled::<f32>(8), Recycled::No);
+        assert_eq!(recycled::<f32>(1 << 10), Recycled::Local);
+        assert_eq!(recycled::<f32>(1 << 16), Recycled::Shared);
     }
 
     /// Debug and test builds hand out NaN-filled float scratch, fresh or recycled,

@@ -232,7 +232,11 @@ fn make_mut_is_copy_on_write() {
     let mut a = Tensor::<f64>::from_vec((0..6).map(f64::from).collect(), &[2, 3]).unwrap();
     let ptr = a.storage().as_ptr();
     a.make_mut()[0] = 10.0;
-    assert_eq!(a.storage().as_ptr(), ptr, "a unique tensor is written in place");
+    assert_eq!(
+        a.storage().as_ptr(),
+        ptr,
+        "a unique tensor is written in place"
+    );
     let b = a.clone();
     a.make_mut()[1] = 20.0;
     assert!(!a.shares_storage(&b));

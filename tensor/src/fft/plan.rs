@@ -104,8 +104,41 @@ fn root<T: Element>(num: usize, den: usize) -> (T, T) {
     (T::from_f64(a.cos()), T::from_f64(a.sin()))
 }
 
+/// Plans this thread used last, most recent at the end (at most [`LOCAL_PLANS`]):
+/// a repeated transform finds its plan without the shared cache's lock and hash.
+type Local = Vec<((TypeId, usize), Arc<dyn Any + Send + Sync>)>;
+thread_local! {
+    static LOCAL: std::cell::RefCell<Local> = const { std::cell::RefCell::new(Vec::new()) };
+}
+const LOCAL_PLANS: usize = 8;
+
 /// The plan for length `n` (built on first use, then shared).
 pub(crate) fn plan<T: Element>(n: usize) -> Arc<Plan<T>> {
+    let key = (TypeId::of::<T>(), n);
+    let local = LOCAL
+        .try_with(|l| {
+            let l = l.borrow();
+            let (_, p) = l.iter().rev().find(|(k, _)| *k == key)?;
+            p.clone().downcast::<Plan<T>>().ok()
+        })
+        .ok()
+        .flatten();
+    if let Some(p) = local {
+        return p;
+    }
+    let p = shared_plan::<T>(n);
+    let _ = LOCAL.try_with(|l| {
+        let mut l = l.borrow_mut();
+        if l.len() == LOCAL_PLANS {
+            l.remove(0);
+        }
+        l.push((key, p.clone()));
+    });
+    p
+}
+
+/// The plan for length `n` from the cache all threads share.
+fn shared_plan<T: Element>(n: usize) -> Arc<Plan<T>> {
     let key = (TypeId::of::<T>(), n);
     if let Some(p) = PLANS
         .lock()
