@@ -178,11 +178,14 @@ fn take<T: Send + 'static>(n: usize) -> Option<Vec<T>> {
     match recycled::<T>(n) {
         Recycled::No => return None,
         Recycled::Local => {
-            let buf = SMALL.with(|list| {
-                let mut list = list.borrow_mut();
-                let at = list.iter().rposition(|(k, _)| *k == key)?;
-                Some(list.swap_remove(at).1)
-            })?;
+            let buf = SMALL
+                .try_with(|list| {
+                    let mut list = list.borrow_mut();
+                    let at = list.iter().rposition(|(k, _)| *k == key)?;
+                    Some(list.swap_remove(at).1)
+                })
+                .ok()
+                .flatten()?;
             return buf.downcast::<Vec<T>>().ok().map(|b| *b);
         }
         Recycled::Shared => {}

@@ -293,6 +293,7 @@ impl<T: Element> Tensor<T> {
         self.convolve("conv2d_bias", weight, Some(bias), spec)
     }
 
+    /// The forward convolution, with the bias (if any) added per image.
     fn convolve(
         &self,
         op: &'static str,
