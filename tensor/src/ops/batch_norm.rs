@@ -5,7 +5,7 @@
 //! variances and broadcast products made a dozen.
 //!
 //! Every channel's sums run over the rows `(n, c, ·)` in order — each row in
-//! blocks of [`BLOCK`] summed in eight lanes, the block sums pairwise, then the
+//! blocks of 256 summed in eight lanes, the block sums pairwise, then the
 //! rows pairwise — and channels split across threads whole, so the results are
 //! the same bits at any thread count.
 
@@ -90,7 +90,7 @@ fn per_channel<T: Element>(
 impl<T: Element> Tensor<T> {
     /// The per-channel mean and biased variance of `self` `[N, C, ...]` over every
     /// axis but 1, each `[C]`: the batch statistics of batch normalisation (the
-    /// variance from the deviations, two passes, not from E[x²] − E[x]²).
+    /// variance from the deviations, two passes, not from E(x²) − E(x)²).
     pub fn batch_norm_stats(&self) -> Result<(Tensor<T>, Tensor<T>)> {
         let op = "batch_norm_stats";
         let d @ (n, c, s) = dims(op, self.shape())?;
