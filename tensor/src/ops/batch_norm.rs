@@ -33,6 +33,13 @@ fn dims(op: &'static str, shape: &[usize]) -> Result<(usize, usize, usize)> {
 /// Σ f(aᵢ, bᵢ) over a row (see the module doc for the order).
 fn sum_row<T: Element>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> T {
     let mut buf = [T::zero(); BLOCK];
+    if a.len() <= BLOCK {
+        // One block (the deep layers' small maps): no list of block sums.
+        for ((o, &x), &y) in buf.iter_mut().zip(a).zip(b) {
+            *o = f(x, y);
+        }
+        return sum_lanes(&buf[..a.len()]);
+    }
     let blocks: Vec<T> = a
         .chunks(BLOCK)
         .zip(b.chunks(BLOCK))
