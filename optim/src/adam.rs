@@ -2,7 +2,7 @@
 
 use crate::optimizer::{
     buffer_state, check_lr, check_range, load_buffers, reject_unknown_buffers, update_chunks,
-    Optimizer, OptimizerState,
+    Optimizer, OptimizerState, Update,
 };
 use nn::{Param, ParamGrads};
 use tensor::kernels::{adam_update, AdamSlices, AdamStep};
@@ -129,37 +129,53 @@ impl<T: Element> Optimizer<T> for Adam<T> {
             T::from_f64(c.weight_decay),
         );
         let decoupled = c.decoupled;
-        let mut updates = Vec::with_capacity(self.params.len());
-        for (i, (p, g)) in self.params.iter().zip(grads.tensors()).enumerate() {
-            let theta = p.value();
-            let wd = if c.decay_vectors || theta.ndim() >= 2 {
-                wd
-            } else {
-                T::zero()
+        // Parameters of fewer than two axes are left undecayed unless asked.
+        let decays: Vec<T> = self
+            .params
+            .iter()
+            .map(|p| {
+                if c.decay_vectors || p.shape().len() >= 2 {
+                    wd
+                } else {
+                    T::zero()
+                }
+            })
+            .collect();
+        let updates = self
+            .params
+            .iter()
+            .zip(grads.tensors())
+            .zip(self.m.iter_mut().zip(self.v.iter_mut()))
+            .map(|((p, g), (m, v))| {
+                let param = p.value();
+                let m = m.get_or_insert_with(|| Tensor::zeros_like(&param));
+                let v = v.get_or_insert_with(|| Tensor::zeros_like(&param));
+                Update {
+                    param,
+                    grad: g,
+                    buffers: vec![m, v],
+                }
+            })
+            .collect();
+        // The moments are rewritten in place (every check has passed above).
+        let new_params = update_chunks(updates, |i, x, g, o| {
+            let [x_out, m, v] = o else {
+                unreachable!("one parameter and two moments")
             };
-            let m = self.m[i].get_or_insert_with(|| Tensor::zeros_like(&theta));
-            let v = self.v[i].get_or_insert_with(|| Tensor::zeros_like(&theta));
-            // The moments are rewritten in place (every check has passed above).
-            let new_p = update_chunks(&theta, g, &mut [m, v], |x, g, o| {
-                let [x_out, m, v] = o else {
-                    unreachable!("one parameter and two moments")
-                };
-                let h = AdamStep {
-                    beta1: b1,
-                    beta2: b2,
-                    correction1: bc1,
-                    correction2: bc2,
-                    lr,
-                    eps,
-                    weight_decay: wd,
-                    decoupled,
-                };
-                adam_update(&h, AdamSlices { x, g, m, v, x_out });
-            })?;
-            updates.push(new_p);
-        }
-        for (i, new_p) in updates.into_iter().enumerate() {
-            self.params[i].set(new_p)?;
+            let h = AdamStep {
+                beta1: b1,
+                beta2: b2,
+                correction1: bc1,
+                correction2: bc2,
+                lr,
+                eps,
+                weight_decay: decays[i],
+                decoupled,
+            };
+            adam_update(&h, AdamSlices { x, g, m, v, x_out });
+        })?;
+        for (p, new_p) in self.params.iter().zip(new_params) {
+            p.set(new_p)?;
         }
         self.step = t;
         if autograd::trace::is_on() {

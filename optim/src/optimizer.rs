@@ -230,34 +230,67 @@ pub(crate) fn reject_unknown_buffers<T: Element>(
     }
 }
 
-/// Runs an update kernel over aligned contiguous chunks of a parameter, its
-/// gradient and its buffers in one pass (in parallel when large; element-wise work
-/// does not depend on the chunking), returning the new parameter. The buffers are
-/// rewritten in place (copy-on-write: [`Tensor::make_mut`], so a saved state or any
-/// other clone keeps its values); call it only once every check of the step has
-/// passed, so that a refused step leaves them as they were.
+/// One parameter's part of an update: its value, its gradient and its buffers.
+pub(crate) struct Update<'a, T: Element> {
+    /// The parameter's current value.
+    pub param: Tensor<T>,
+    /// Its gradient (same shape).
+    pub grad: &'a Tensor<T>,
+    /// Its buffers (same shape), rewritten in place.
+    pub buffers: Vec<&'a mut Tensor<T>>,
+}
+
+/// Runs an update kernel over aligned contiguous chunks of every parameter, its
+/// gradient and its buffers in one pass — all the parameters in one parallel loop
+/// when they are large in all (element-wise work does not depend on the chunking)
+/// — returning the new parameters. The buffers are rewritten in place
+/// (copy-on-write: [`Tensor::make_mut`], so a saved state or any other clone keeps
+/// its values); call it only once every check of the step has passed, so that a
+/// refused step leaves them as they were.
 ///
-/// `kernel(x, g, outputs)` gets equally long slices; `outputs[0]` is the new
-/// parameter and `outputs[1 + k]` buffer `k`, holding its old values on entry.
+/// `kernel(i, x, g, outputs)` gets parameter `i`'s equally long slices;
+/// `outputs[0]` is the new parameter and `outputs[1 + k]` buffer `k`, holding its
+/// old values on entry.
 pub(crate) fn update_chunks<T: Element>(
-    param: &Tensor<T>,
-    grad: &Tensor<T>,
-    buffers: &mut [&mut Tensor<T>],
-    kernel: impl Fn(&[T], &[T], &mut [&mut [T]]) + Sync,
-) -> Result<Tensor<T>> {
-    let p = param.contiguous();
-    let g = grad.contiguous();
-    let (ps, gs) = (
-        p.as_slice().expect("contiguous"),
-        g.as_slice().expect("contiguous"),
-    );
-    // Every element of the new parameter is written by the kernel.
-    let mut new_p = tensor::storage::scratch(ps.len(), T::zero());
-    let mut views: Vec<&mut [T]> = vec![new_p.as_mut_slice()];
-    views.extend(buffers.iter_mut().map(|b| b.make_mut()));
-    tensor::parallel::for_each_chunk_of_each(&mut views, 4096, |start, chunks| {
+    updates: Vec<Update<'_, T>>,
+    kernel: impl Fn(usize, &[T], &[T], &mut [&mut [T]]) + Sync,
+) -> Result<Vec<Tensor<T>>> {
+    let inputs: Vec<(Tensor<T>, Tensor<T>)> = updates
+        .iter()
+        .map(|u| (u.param.contiguous(), u.grad.contiguous()))
+        .collect();
+    let slices: Vec<(&[T], &[T])> = inputs
+        .iter()
+        .map(|(p, g)| {
+            (
+                p.as_slice().expect("contiguous"),
+                g.as_slice().expect("contiguous"),
+            )
+        })
+        .collect();
+    // Every element of a new parameter is written by the kernel.
+    let mut new_params: Vec<Vec<T>> = slices
+        .iter()
+        .map(|(p, _)| tensor::storage::scratch(p.len(), T::zero()))
+        .collect();
+    let mut groups: Vec<Vec<&mut [T]>> = new_params
+        .iter_mut()
+        .zip(updates)
+        .map(|(new_p, u)| {
+            let mut views = vec![new_p.as_mut_slice()];
+            views.extend(u.buffers.into_iter().map(|b| b.make_mut()));
+            views
+        })
+        .collect();
+    tensor::parallel::for_each_chunk_of_each(&mut groups, 4096, |i, start, chunks| {
         let end = start + chunks[0].len();
-        kernel(&ps[start..end], &gs[start..end], chunks);
+        let (x, g) = slices[i];
+        kernel(i, &x[start..end], &g[start..end], chunks);
     });
-    Tensor::from_vec(new_p, param.shape())
+    drop(groups);
+    new_params
+        .into_iter()
+        .zip(&inputs)
+        .map(|(v, (p, _))| Tensor::from_vec(v, p.shape()))
+        .collect()
 }

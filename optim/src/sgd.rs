@@ -3,7 +3,7 @@
 
 use crate::optimizer::{
     buffer_state, check_lr, check_range, load_buffers, reject_unknown_buffers, update_chunks,
-    Optimizer, OptimizerState,
+    Optimizer, OptimizerState, Update,
 };
 use nn::{Param, ParamGrads};
 use tensor::{Element, Error, Result, Tensor};
@@ -98,42 +98,54 @@ impl<T: Element> Optimizer<T> for Sgd<T> {
             T::from_f64(self.cfg.weight_decay),
             self.cfg.nesterov,
         );
-        let mut updates = Vec::with_capacity(self.params.len());
-        for (i, (p, g)) in self.params.iter().zip(grads.tensors()).enumerate() {
-            let theta = p.value();
-            if mu == T::zero() {
-                let new_p = update_chunks(&theta, g, &mut [], |x, g, o| {
-                    for ((o, &x), &g) in o[0].iter_mut().zip(x).zip(g) {
+        // A buffer made now is the first step's: it takes the gradient as it is.
+        let first: Vec<bool> = self.momentum.iter().map(|b| b.is_none()).collect();
+        let updates = self
+            .params
+            .iter()
+            .zip(grads.tensors())
+            .zip(self.momentum.iter_mut())
+            .map(|((p, g), buf)| {
+                let param = p.value();
+                let buffers = if mu == T::zero() {
+                    Vec::new()
+                } else {
+                    vec![buf.get_or_insert_with(|| Tensor::zeros_like(&param))]
+                };
+                Update {
+                    param,
+                    grad: g,
+                    buffers,
+                }
+            })
+            .collect();
+        // The buffers are rewritten in place (every check has passed above).
+        let new_params = update_chunks(updates, |i, x, g, o| {
+            let n = x.len();
+            match o {
+                [po] => {
+                    for ((o, &x), &g) in po[..n].iter_mut().zip(x).zip(g) {
                         *o = x - lr * (g + wd * x);
                     }
-                })?;
-                updates.push(new_p);
-                continue;
-            }
-            let first = self.momentum[i].is_none();
-            let buf = self.momentum[i].get_or_insert_with(|| Tensor::zeros_like(&theta));
-            // The buffer is rewritten in place (every check has passed above).
-            let new_p = update_chunks(&theta, g, &mut [buf], |x, g, o| {
-                let [po, bo] = o else {
-                    unreachable!("one parameter and one buffer")
-                };
-                let n = x.len();
-                let (g, po, bo) = (&g[..n], &mut po[..n], &mut bo[..n]);
-                for i in 0..n {
-                    let d = g[i] + wd * x[i];
-                    let m = if first {
-                        d
-                    } else {
-                        mu * bo[i] + (T::one() - damp) * d
-                    };
-                    bo[i] = m;
-                    po[i] = x[i] - lr * if nesterov { d + mu * m } else { m };
                 }
-            })?;
-            updates.push(new_p);
-        }
-        for (i, new_p) in updates.into_iter().enumerate() {
-            self.params[i].set(new_p)?;
+                [po, bo] => {
+                    let (g, po, bo) = (&g[..n], &mut po[..n], &mut bo[..n]);
+                    for k in 0..n {
+                        let d = g[k] + wd * x[k];
+                        let m = if first[i] {
+                            d
+                        } else {
+                            mu * bo[k] + (T::one() - damp) * d
+                        };
+                        bo[k] = m;
+                        po[k] = x[k] - lr * if nesterov { d + mu * m } else { m };
+                    }
+                }
+                _ => unreachable!("one parameter and at most one buffer"),
+            }
+        })?;
+        for (p, new_p) in self.params.iter().zip(new_params) {
+            p.set(new_p)?;
         }
         if autograd::trace::is_on() {
             autograd::trace::next_step();

@@ -128,39 +128,45 @@ pub fn for_each_chunk_if<T: Send>(
     }
 }
 
-/// Calls `f(start, chunks)` over aligned chunks of several equally long outputs
-/// (`chunks[k]` is the piece of `outs[k]`), in parallel when they are long: one pass
-/// that writes several results, such as an optimiser's parameter and its moments.
+/// Calls `f(group, start, chunks)` over aligned chunks of several groups of
+/// outputs, each group's outputs equally long (`chunks[k]` is the piece of
+/// `groups[group][k]`), all the groups' chunks in one parallel loop when they are
+/// long in all: one pass that writes several results for several items, such as an
+/// optimiser's parameters and their moments, with one wake of the threads.
 pub fn for_each_chunk_of_each<T: Send>(
-    outs: &mut [&mut [T]],
+    groups: &mut [Vec<&mut [T]>],
     chunk: usize,
-    f: impl Fn(usize, &mut [&mut [T]]) + Sync + Send,
+    f: impl Fn(usize, usize, &mut [&mut [T]]) + Sync + Send,
 ) {
     let chunk = chunk.max(1);
-    let len = outs.first().map_or(0, |o| o.len());
-    assert!(
-        outs.iter().all(|o| o.len() == len),
-        "for_each_chunk_of_each: outputs differ in length"
-    );
-    let mut iters: Vec<_> = outs.iter_mut().map(|o| o.chunks_mut(chunk)).collect();
-    let mut pieces: Vec<Vec<&mut [T]>> = (0..len.div_ceil(chunk))
-        .map(|_| {
-            iters
+    let mut total = 0;
+    let mut pieces: Vec<(usize, usize, Vec<&mut [T]>)> = Vec::new();
+    for (gi, outs) in groups.iter_mut().enumerate() {
+        let len = outs.first().map_or(0, |o| o.len());
+        assert!(
+            outs.iter().all(|o| o.len() == len),
+            "for_each_chunk_of_each: outputs of group {gi} differ in length"
+        );
+        total += len;
+        let mut iters: Vec<_> = outs.iter_mut().map(|o| o.chunks_mut(chunk)).collect();
+        for i in 0..len.div_ceil(chunk) {
+            let piece = iters
                 .iter_mut()
                 .map(|it| it.next().expect("aligned chunks"))
-                .collect()
-        })
-        .collect();
+                .collect();
+            pieces.push((gi, i * chunk, piece));
+        }
+    }
     #[cfg(feature = "parallel")]
-    if len >= PAR_THRESHOLD && pieces.len() > 1 && threads() > 1 {
+    if total >= PAR_THRESHOLD && pieces.len() > 1 && threads() > 1 {
         use rayon::prelude::*;
         pieces
             .par_iter_mut()
-            .enumerate()
-            .for_each(|(i, p)| f(i * chunk, p));
+            .for_each(|(gi, start, p)| f(*gi, *start, p));
         return;
     }
-    for (i, p) in pieces.iter_mut().enumerate() {
-        f(i * chunk, p);
+    let _ = total;
+    for (gi, start, p) in pieces.iter_mut() {
+        f(*gi, *start, p);
     }
 }
