@@ -24,6 +24,13 @@ fn batch_norm_passes_gradcheck_and_gradgradcheck() {
         let r = gradgradcheck(f, &inputs, &strict());
         assert!(r.is_ok(), "{shape:?} second order: {r:?}");
     }
+    // An input stored transposed (a non-contiguous view).
+    let x = rand(&[3, 2, 4, 2], 4).transpose(2, 3).unwrap();
+    assert!(!x.is_contiguous());
+    let f = |v: &[Var<f64>]| v[0].batch_norm(&v[1], &v[2], 1e-5)?.0.tanh();
+    let inputs = [x, rand(&[2], 5), rand(&[2], 6)];
+    assert!(gradcheck(f, &inputs, &strict()).is_ok());
+    assert!(gradgradcheck(f, &inputs, &strict()).is_ok());
 }
 
 /// The fused kernel (a plain `backward`) and the `Var`-op rule (`grad` with

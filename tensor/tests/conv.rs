@@ -174,6 +174,26 @@ fn conv2d_bias_is_the_convolution_then_the_add_on_every_path() {
             assert_eq!(got, want, "{spec:?} at {threads} threads");
         }
     }
+    // Non-contiguous operands (stored transposed) give the same bits.
+    let (x, w, b) = (
+        rand(&[2, 3, 9, 7], 11),
+        rand(&[4, 3, 3, 3], 12),
+        rand(&[4], 13),
+    );
+    let flip = |t: &Tensor<f64>| {
+        t.transpose(2, 3)
+            .unwrap()
+            .contiguous()
+            .transpose(2, 3)
+            .unwrap()
+    };
+    let spec = Conv2dSpec::new(1, 1);
+    let want = x.conv2d_bias(&w, &b, spec).unwrap().to_vec();
+    assert!(!flip(&x).is_contiguous() && !flip(&w).is_contiguous());
+    assert_eq!(
+        flip(&x).conv2d_bias(&flip(&w), &b, spec).unwrap().to_vec(),
+        want
+    );
     let x = rand(&[1, 2, 5, 5], 8);
     let w = rand(&[3, 2, 3, 3], 9);
     let err = x
