@@ -26,7 +26,7 @@ mod trsm;
 
 pub use adam::{adam_update, AdamSlices, AdamStep};
 pub use pairs::{join_pairs, split_pairs};
-pub use runs::{copy_run, zero_run};
+pub use runs::{copy_run, gather_runs, zero_run};
 pub use trsm::{solve_lower_columns, MAX_ORDER};
 
 /// A strided matrix view into a slice (rows and columns with their strides).

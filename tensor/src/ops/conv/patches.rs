@@ -13,7 +13,7 @@
 use super::Geometry;
 use crate::element::Element;
 use crate::kernels::gemm::{self, PanelSource};
-use crate::kernels::{copy_run, zero_run};
+use crate::kernels::{copy_run, gather_runs, zero_run};
 use crate::storage::Scratch;
 
 /// A chunk of images with their zero padding written out: `[images, C_in, H + 2ph,
@@ -221,16 +221,15 @@ pub(super) fn im2col_rows<T: Element>(
         &mut stack,
         &mut heap,
     );
+    if sw == 1 {
+        gather_runs(out, ld, &x.data, &taps[r0..r1], runs);
+        return;
+    }
     for (&tap, dst) in taps[r0..r1].iter().zip(out.chunks_mut(ld)) {
         for &(t, len, base) in runs {
-            let out = &mut dst[t..t + len];
             let first = base + tap;
-            if sw == 1 {
-                copy_run(out, &x.data[first..first + len]);
-            } else {
-                for (k, o) in out.iter_mut().enumerate() {
-                    *o = x.data[first + k * sw];
-                }
+            for (k, o) in dst[t..t + len].iter_mut().enumerate() {
+                *o = x.data[first + k * sw];
             }
         }
     }
