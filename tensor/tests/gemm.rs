@@ -2,7 +2,8 @@
 //! blocks (depth blocks of 256, row blocks of 192, column groups of 16 panels, the
 //! packed-A limit), with α, β, transposed and strided operands; C is not read when
 //! β = 0; the parallel split, the thread count and the SIMD kernel do not change a
-//! bit; the portable kernel agrees to rounding.
+//! bit; the portable kernel agrees to rounding; the upper-triangle product agrees
+//! with the full one to the bit on and above the diagonal.
 
 mod common;
 
@@ -115,6 +116,42 @@ proptest! {
                     prop_assert!((x - y).abs() <= 1e-12 * (1.0 + x.abs()) * (k as f64).sqrt(), "portable {} vs {}", y, x);
                 } else {
                     prop_assert_eq!(x.to_bits(), y.to_bits(), "{} vs {}", kern.name, kernels[0].name);
+                }
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(config(24))]
+
+    /// The upper-triangle product (a Cholesky's trailing update) gives every element
+    /// on or above the diagonal the bits of the full product, at 1, 2 and 3 threads
+    /// (the column groups then of equal triangle area), and leaves the rows' padding
+    /// alone.
+    #[test]
+    fn gemm_upper_matches_the_full_product_on_and_above_the_diagonal(
+        n in prop_oneof![dims(), 510usize..530], k in prop_oneof![1usize..40, 250usize..262],
+        la in 0u8..3, lb in 0u8..3, pad in 0usize..3,
+        beta in prop_oneof![Just(0.0), Just(1.0)],
+        seed in any::<u64>(),
+    ) {
+        let (da, db) = (random(2 * n * k, seed), random(2 * k * n, seed ^ 1));
+        let a_t = operand(&da, k, n, la);
+        let b = operand(&db, k, n, lb);
+        let ldc = n + pad;
+        let c0 = random(n * ldc, seed ^ 2);
+        let full = run(f64::kernel(), 1, -1.0, &a_t, &b, beta, &c0, ldc);
+        for threads in 1..=3 {
+            let mut c = c0.clone();
+            pool(threads).install(|| gemm::gemm_upper(-1.0, &a_t, &b, beta, &mut c, ldc, true));
+            for i in 0..n {
+                for j in i..n {
+                    prop_assert_eq!(c[i * ldc + j].to_bits(), full[i * ldc + j].to_bits(),
+                        "C[{}, {}] at {} threads ({}×{})", i, j, threads, n, k);
+                }
+                for j in n..ldc {
+                    prop_assert_eq!(c[i * ldc + j].to_bits(), c0[i * ldc + j].to_bits());
                 }
             }
         }

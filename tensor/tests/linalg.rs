@@ -330,12 +330,36 @@ fn bad_inputs_give_clear_errors() {
         Tensor::<f64>::zeros(&[2, 3]).unwrap().cholesky(),
         Err(Error::Shape { op: "cholesky", .. })
     ));
-    let nan = Tensor::from_vec(vec![1.0, f64::NAN, 0.0, 1.0], &[2, 2]).unwrap();
+    // A NaN or infinity in the lower triangle is refused; in the strict upper
+    // triangle, which these routines never read, it changes nothing (LAPACK's and
+    // PyTorch's convention).
+    let nan = Tensor::from_vec(vec![1.0, 0.0, f64::NAN, 1.0], &[2, 2]).unwrap();
     assert!(matches!(
         nan.eigh(),
         Err(Error::NonFinite { op: "eigh", .. })
     ));
-    assert!(matches!(nan.cholesky(), Err(Error::NonFinite { .. })));
+    assert!(matches!(
+        nan.cholesky(),
+        Err(Error::NonFinite { op: "cholesky", .. })
+    ));
+    let inf = Tensor::from_vec(vec![f64::INFINITY, 0.0, 0.0, 1.0], &[1, 2, 2]).unwrap();
+    assert!(matches!(
+        inf.inverse_spd(),
+        Err(Error::NonFinite {
+            op: "inverse_spd",
+            ..
+        })
+    ));
+    let above = Tensor::from_vec(vec![4.0, f64::NAN, 2.0, 5.0], &[2, 2]).unwrap();
+    let clean = Tensor::from_vec(vec![4.0, 2.0, 2.0, 5.0], &[2, 2]).unwrap();
+    assert!(above.cholesky().unwrap().bit_eq(&clean.cholesky().unwrap()));
+    assert!(above
+        .inverse_spd()
+        .unwrap()
+        .bit_eq(&clean.inverse_spd().unwrap()));
+    let (va, ua) = above.eigh().unwrap();
+    let (vc, uc) = clean.eigh().unwrap();
+    assert!(va.bit_eq(&vc) && ua.bit_eq(&uc));
     let singular = Tensor::from_vec(vec![1.0, 0.0, 3.0, 0.0], &[2, 2]).unwrap();
     let e = singular
         .solve_triangular(&Tensor::ones(&[2, 1]).unwrap(), Triangular::LOWER)

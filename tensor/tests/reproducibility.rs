@@ -131,19 +131,19 @@ fn factorizations_are_thread_count_invariant() {
         .add(&Tensor::eye(400).unwrap())
         .unwrap();
     check("cholesky", || bits64(&spd.cholesky().unwrap()));
-    // The Cholesky updates go parallel only from about 6.7e7 multiply-adds: at
-    // n = 1088 its first trailing update (576 × 512 × 512 / 2) does.
-    let big = Tensor::<f64>::rand_normal(&[1088, 1088], 0.0, 1.0, &mut rng).unwrap();
+    // The Cholesky updates go parallel only from about 1.3e8 multiply-adds: at
+    // n = 1408 its first trailing update (704 × 704 × 704 / 2) does.
+    let big = Tensor::<f64>::rand_normal(&[1408, 1408], 0.0, 1.0, &mut rng).unwrap();
     let big_spd = big
         .matmul(&big.t().unwrap())
         .unwrap()
-        .add(&Tensor::eye(1088).unwrap())
+        .add(&Tensor::eye(1408).unwrap())
         .unwrap();
     check("cholesky parallel updates", || {
         let l = big_spd.cholesky().unwrap();
         let rec = l.matmul(&l.t().unwrap()).unwrap().sub(&big_spd).unwrap();
         let err = rec.abs().max_all().unwrap();
-        assert!(err <= 1e-10 * 1088.0, "L Lᵀ − A is {err}");
+        assert!(err <= 1e-10 * 1408.0, "L Lᵀ − A is {err}");
         bits64(&l)
     });
     check("eigh", || {

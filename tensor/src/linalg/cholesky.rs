@@ -11,27 +11,34 @@
 //! panel to solve, both operands of each update — is a block of contiguous rows, so
 //! no step transposes anything; L is Rᵀ, returned as a transposed view.
 
-use super::{per_matrix, square};
+use super::{per_matrix, square_lower};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::kernels::gemm::{self, pack_transposed, Strided};
 use crate::kernels::{solve_lower_columns, MAX_ORDER};
 use crate::layout::Layout;
-use crate::parallel;
 use crate::storage;
 use crate::tensor::Tensor;
 
-/// Rows per block of a trailing update split into blocks of rows (and the tile of
-/// the transposed copy).
+/// Rows per block of a trailing update split into blocks of rows.
 const NB: usize = 64;
+/// Side of the tiles of the transposed copy: a source and a destination tile
+/// (8 KiB each in `f64`) stay in the L1 cache together; with tiles of 64 (32 KiB
+/// each) the factorisation at n = 512 took 7 % longer.
+const TILE: usize = 32;
 /// Diagonal blocks up to this order are factored by scalar row operations.
 const LEAF: usize = 16;
 /// Multiply-adds of an update or solve below which it stays on one thread. Set by
-/// measurement on a 2-core machine (`linalg_f64/cholesky` at n = 512 and 1024):
-/// below this, the time an update or solve saved on a second core was less than
-/// that of moving its block between the cores' caches and waking the core, and the
-/// factorisation ran slower on two threads than on one.
-const PAR_WORK: usize = 1 << 26;
+/// measurement on a 2-core machine (the factorisation timed at n = 512, 1024 and
+/// 2048 with thresholds 2²¹ … 2²⁸): below this, the time a second core
+/// saved was less than what the parallel region cost — waking the workers, moving
+/// the block between the cores' caches, and the idle workers' spinning against the
+/// calling thread's serial work that follows (at n = 512 a parallel trailing update
+/// took 0.26–0.77 ms against 0.31 ms on one thread, and the serial steps after it
+/// ran up to 25 % slower). At 2²⁶ the factorisation at n = 1024 ran slower on two
+/// threads than on one (10.1–10.9 against 9.4–9.7 ms); at 2²⁷ only the top update
+/// of n ≥ 2048 is split (66–68 against 77 ms on one thread).
+const PAR_WORK: usize = 1 << 27;
 
 /// A block of rows of R as a GEMM operand: rows `row..row + depth`, columns
 /// `col..col + width` of the row-major `r` with row stride `ld`.
@@ -118,24 +125,24 @@ fn solve_panel<T: Element>(r: &mut [T], ld: usize, at: usize, h: usize, col: usi
 }
 
 /// `A₂₂ −= R₁₂ᵀ R₁₂` on the upper triangle of the order-`w` block at (`col`, `col`),
-/// with R₁₂ the `h × w` block of rows `at..at + h`, columns `col..col + w`: one GEMM
-/// per block of [`NB`] rows, over its columns from its diagonal block on (the
-/// lower part of that block is computed but never read), the blocks in parallel.
+/// with R₁₂ the `h × w` block of rows `at..at + h`, columns `col..col + w`: one
+/// GEMM over the tiles that reach the upper triangle ([`gemm::gemm_upper`]; what
+/// it writes below the diagonal is never read), its operands packed once. (One
+/// GEMM per block of 64 rows, as before, packed the columns of R₁₂ again for each
+/// block: 4.5 times over at n = 512, a tenth of the factorisation's time.)
 fn update_trailing<T: Element>(r: &mut [T], ld: usize, at: usize, h: usize, col: usize, w: usize) {
     let (top, rest) = r.split_at_mut(col * ld);
+    let panel = rows_of(top, ld, at, h, col, w);
     let par = h * w * w / 2 >= PAR_WORK;
-    parallel::for_each_chunk_if(&mut rest[..w * ld], NB * ld, par, |start, rows| {
-        let (i0, m) = (start / ld, rows.len() / ld);
-        gemm::gemm(
-            -T::one(),
-            &rows_of(top, ld, at, h, col + i0, m),
-            &rows_of(top, ld, at, h, col + i0, w - i0),
-            T::one(),
-            &mut rows[col + i0..],
-            ld,
-            false,
-        );
-    });
+    gemm::gemm_upper(
+        -T::one(),
+        &panel,
+        &panel,
+        T::one(),
+        &mut rest[col..],
+        ld,
+        par,
+    );
 }
 
 /// R₁₁ᵀ of the `nb`-row diagonal block at `k0`, as a compact lower-triangular copy
@@ -182,15 +189,15 @@ fn factor_leaf<T: Element>(
 }
 
 /// Copies the lower triangle of the row-major n×n `a` into the upper triangle of
-/// `r` (row stride `ld`), transposed, by tiles of [`NB`] × [`NB`] that stay in the
-/// L1 cache on both sides (a copy that walked whole rows of `a` against whole
+/// `r` (row stride `ld`), transposed, by tiles of [`TILE`] × [`TILE`] that stay in
+/// the L1 cache on both sides (a copy that walked whole rows of `a` against whole
 /// columns of `r` took three times as long at n = 512). The diagonal tiles are
 /// copied whole: what lands below R's diagonal is never read.
 fn transpose_lower<T: Element>(a: &[T], n: usize, r: &mut [T], ld: usize) {
-    for jb in (0..n).step_by(NB) {
-        let rows = NB.min(n - jb);
-        for pb in (0..=jb).step_by(NB) {
-            let depth = if pb == jb { rows } else { NB };
+    for jb in (0..n).step_by(TILE) {
+        let rows = TILE.min(n - jb);
+        for pb in (0..=jb).step_by(TILE) {
+            let depth = if pb == jb { rows } else { TILE };
             let out = &mut r[pb * ld + jb..];
             pack_transposed(a, jb * n + pb, n as isize, rows, depth, out, ld);
         }
@@ -215,7 +222,7 @@ impl<T: Element> Tensor<T> {
     /// columns contiguous, as LAPACK's and PyTorch's are), which costs no copy;
     /// `contiguous()` gives it row by row.
     pub fn cholesky(&self) -> Result<Tensor<T>> {
-        let n = square("cholesky", self)?;
+        let n = square_lower("cholesky", self)?;
         let ld = row_stride(n);
         let factors = per_matrix(self, n * n * n / 3, |a| {
             // Aᵀ: its upper triangle is A's lower one. Its rows are padded so that

@@ -17,7 +17,7 @@
 //! on the thread count.
 
 use super::reflector::{dot, make_reflector, Block};
-use super::{per_matrix, square};
+use super::{per_matrix, square_lower};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::parallel;
@@ -381,7 +381,7 @@ impl<T: Element> Tensor<T> {
     /// columns of `[..., n, n]`) of each symmetric matrix, reading its lower triangle:
     /// A = V diag(λ) Vᵀ. Computed in f64; accurate to about 1e-14 relative to ‖A‖.
     pub fn eigh(&self) -> Result<(Tensor<T>, Tensor<T>)> {
-        let n = square("eigh", self)?;
+        let n = square_lower("eigh", self)?;
         let parts = per_matrix(self, 8 * n * n * n, |m| {
             let a: Vec<f64> = m.iter().map(|v| v.as_f64()).collect();
             crate::kernels::simd_scope(|| eigh_f64(&a, n)).map_err(|l| {

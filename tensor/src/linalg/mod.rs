@@ -44,6 +44,36 @@ pub(crate) fn square(op: &'static str, t: &Tensor<impl Element>) -> Result<usize
     Ok(s[s.len() - 1])
 }
 
+/// As [`square`], for the routines that read only the lower triangle (diagonal
+/// included): only it must be finite, what lies above is never read (LAPACK's
+/// convention, as the module documentation says). Half the pass of [`square`].
+pub(crate) fn square_lower(op: &'static str, t: &Tensor<impl Element>) -> Result<usize> {
+    let s = t.shape();
+    if s.len() < 2 || s[s.len() - 1] != s[s.len() - 2] {
+        return square(op, t);
+    }
+    let n = s[s.len() - 1];
+    let x = t.contiguous();
+    let data = x.as_slice().expect("contiguous");
+    let finite = crate::kernels::simd_scope(|| {
+        data.chunks_exact((n * n).max(1)).all(|a| {
+            (0..n).all(|i| {
+                a[i * n..=i * n + i]
+                    .iter()
+                    .fold(true, |ok, v| ok & v.is_finite())
+            })
+        })
+    });
+    if finite {
+        Ok(n)
+    } else {
+        Err(Error::non_finite(
+            op,
+            "the lower triangle has a NaN or infinity",
+        ))
+    }
+}
+
 /// Checks that every entry is finite.
 pub(crate) fn finite(op: &'static str, t: &Tensor<impl Element>) -> Result<()> {
     if t.all_finite() {

@@ -1,7 +1,7 @@
 //! Symmetric positive-definite systems through the Cholesky factor, and functions of
 //! SPD matrices through the eigendecomposition.
 
-use super::{square, Triangular};
+use super::{square_lower, Triangular};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -20,7 +20,7 @@ impl<T: Element> Tensor<T> {
 
     /// The inverse of a symmetric positive-definite matrix (lower triangle read).
     pub fn inverse_spd(&self) -> Result<Tensor<T>> {
-        let n = square("inverse_spd", self)?;
+        let n = square_lower("inverse_spd", self)?;
         let mut eye_shape = self.shape().to_vec();
         eye_shape.truncate(eye_shape.len() - 2);
         eye_shape.extend([n, n]);

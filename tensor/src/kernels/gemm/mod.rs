@@ -189,11 +189,60 @@ pub fn gemm<T: Scalar>(
     gemm_using(T::kernel(), alpha, a_t, b, beta, c, ldc, parallel)
 }
 
+/// [`gemm`] on the upper triangle of a square C only (a symmetric rank-k update,
+/// as a blocked Cholesky's trailing update `C −= R₁₂ᵀ R₁₂` is): the tiles wholly
+/// below the diagonal are skipped, and the B panels only they use are not packed,
+/// so the operands are packed once for the whole triangle rather than once per
+/// block of rows. The tiles that straddle the diagonal are computed whole: the
+/// elements they hold below it are overwritten with meaningless values. Every
+/// element on or above the diagonal gets the bits [`gemm`] gives it.
+///
+/// # Panics
+/// As [`gemm`], and when C is not square.
+pub fn gemm_upper<T: Scalar>(
+    alpha: T,
+    a_t: &impl PanelSource<T>,
+    b: &impl PanelSource<T>,
+    beta: T,
+    c: &mut [T],
+    ldc: usize,
+    parallel: bool,
+) {
+    assert_eq!(a_t.width(), b.width(), "gemm_upper: C must be square");
+    let region = Region::Upper;
+    gemm_in(T::kernel(), region, alpha, a_t, b, beta, c, ldc, parallel)
+}
+
 /// [`gemm`] with a given micro-kernel (one of [`Scalar::kernels`]), for tests and
 /// benches that compare them.
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_using<T: Scalar>(
     kern: MicroKernel<T>,
+    alpha: T,
+    a_t: &impl PanelSource<T>,
+    b: &impl PanelSource<T>,
+    beta: T,
+    c: &mut [T],
+    ldc: usize,
+    parallel: bool,
+) {
+    gemm_in(kern, Region::Full, alpha, a_t, b, beta, c, ldc, parallel)
+}
+
+/// Which tiles of C a product computes.
+#[derive(Clone, Copy, PartialEq)]
+enum Region {
+    /// All of them.
+    Full,
+    /// Those that reach the diagonal or above it.
+    Upper,
+}
+
+/// The product on `region` of C ([`gemm_using`], [`gemm_upper`]).
+#[allow(clippy::too_many_arguments)]
+fn gemm_in<T: Scalar>(
+    kern: MicroKernel<T>,
+    region: Region,
     alpha: T,
     a_t: &impl PanelSource<T>,
     b: &impl PanelSource<T>,
@@ -251,7 +300,7 @@ pub fn gemm_using<T: Scalar>(
                 },
             );
             let apack = apack.as_slice();
-            let plan = Plan::new(rows, n, kern, threads);
+            let plan = Plan::new(rows, n, kern, threads, region == Region::Upper && i0 == 0);
             let task = |id: usize| {
                 let (r0, r1, p0, p1) = plan.task(id);
                 let mut bpack = Buffer::<T>::new((p1 - p0) * kern.nr * kstep);
@@ -261,12 +310,20 @@ pub fn gemm_using<T: Scalar>(
                     let a_block = &apack[(kb - kb0) * per_block..];
                     for ic in (r0..r1).step_by(MC) {
                         for jp in p0..p1 {
+                            // The panel's last column, against the task's first row.
+                            let last_col = (jp * kern.nr + kern.nr).min(n) - 1;
+                            if region == Region::Upper && i0 + r0 > last_col {
+                                continue;
+                            }
                             let bp = &mut bpack.as_mut_slice()[(jp - p0) * kern.nr * kstep..];
                             if ic == r0 {
                                 b.pack(k0, kc, jp * kern.nr, kern.nr, &mut bp[..kc * kern.nr]);
                             }
                             let bp = &bp[..kc * kern.nr];
                             for ip in ic / kern.mr..(r1.min(ic + MC)).div_ceil(kern.mr) {
+                                if region == Region::Upper && i0 + ip * kern.mr > last_col {
+                                    break;
+                                }
                                 let ap = &a_block[ip * panel_len..ip * panel_len + kc * kern.mr];
                                 let tile = Tile {
                                     row: i0 + ip * kern.mr,
@@ -360,10 +417,14 @@ struct Plan {
     panels: usize,
     groups: usize,
     group_panels: usize,
+    /// Groups of equal triangle area rather than equal width (an upper-triangle
+    /// product from row 0, whose column j holds j + 1 rows of work): group g ends
+    /// at panel ⌈panels·√((g + 1)/groups)⌉.
+    triangle: bool,
 }
 
 impl Plan {
-    fn new<T>(rows: usize, n: usize, kern: MicroKernel<T>, threads: usize) -> Plan {
+    fn new<T>(rows: usize, n: usize, kern: MicroKernel<T>, threads: usize, triangle: bool) -> Plan {
         let panels = n.div_ceil(kern.nr);
         let (row_chunks, col_threads) = if threads > 1 && panels < 2 * threads {
             (threads, 1)
@@ -381,21 +442,30 @@ impl Plan {
             panels,
             groups: panels.div_ceil(group_panels),
             group_panels,
+            triangle: triangle && row_chunks == 1,
         }
     }
     fn tasks(&self) -> usize {
         self.row_chunks * self.groups
     }
+    /// The first panel of group `g` (`panels` for g = groups).
+    fn group_start(&self, g: usize) -> usize {
+        if self.triangle {
+            let share = (g as f64 / self.groups as f64).sqrt();
+            ((self.panels as f64 * share).ceil() as usize).min(self.panels)
+        } else {
+            self.panels.min(g * self.group_panels)
+        }
+    }
     /// Task `id`'s rows `r0..r1` (of the super-block) and panels `p0..p1`.
     fn task(&self, id: usize) -> (usize, usize, usize, usize) {
         let (rc, g) = (id / self.groups, id % self.groups);
         let r0 = rc * self.chunk_rows;
-        let p0 = g * self.group_panels;
         (
             r0,
             self.rows.min(r0 + self.chunk_rows),
-            p0,
-            self.panels.min(p0 + self.group_panels),
+            self.group_start(g),
+            self.group_start(g + 1),
         )
     }
 }
