@@ -20,6 +20,7 @@ use super::reflector::{dot, make_reflector, Block};
 use super::{per_matrix, square_lower};
 use crate::element::Element;
 use crate::error::{Error, Result};
+use crate::kernels::PlaneRotation as Rotation;
 use crate::parallel;
 use crate::tensor::Tensor;
 
@@ -108,7 +109,7 @@ fn update_and_multiply(
         // The diagonal, then the row's tail: S[i][j], and by symmetry S[j][i].
         row[0] -= vr * wr + wr * vr;
         let (p_head, p_tail) = p.split_at_mut(r + 1);
-        let along = update_dot_axpy(
+        let along = crate::kernels::rank2_row_update(
             &mut row[1..],
             (vr, &w[r + 1..]),
             (wr, &v[r + 1..]),
@@ -119,58 +120,6 @@ fn update_and_multiply(
     }
     p.iter_mut().for_each(|x| *x *= tau);
     p
-}
-
-/// xⱼ −= a·uⱼ + b·yⱼ, then qⱼ += c·xⱼ, for every j; returns Σ xⱼ·zⱼ over the
-/// updated x (in eight fixed lanes, so that it vectorises).
-fn update_dot_axpy(
-    x: &mut [f64],
-    (a, u): (f64, &[f64]),
-    (b, y): (f64, &[f64]),
-    z: &[f64],
-    (c, q): (f64, &mut [f64]),
-) -> f64 {
-    let len = x.len();
-    let (u, y, z, q) = (&u[..len], &y[..len], &z[..len], &mut q[..len]);
-    let mut acc = [0.0; 8];
-    let (mut x8, mut q8) = (x.chunks_exact_mut(8), q.chunks_exact_mut(8));
-    let (mut u8, mut y8, mut z8) = (u.chunks_exact(8), y.chunks_exact(8), z.chunks_exact(8));
-    let inputs = (&mut u8).zip(&mut y8).zip(&mut z8);
-    for ((x, q), ((u, y), z)) in (&mut x8).zip(&mut q8).zip(inputs) {
-        let x: &mut [f64; 8] = x.try_into().expect("8 lanes");
-        let q: &mut [f64; 8] = q.try_into().expect("8 lanes");
-        let (u, y, z): (&[f64; 8], &[f64; 8], &[f64; 8]) = (
-            u.try_into().expect("8 lanes"),
-            y.try_into().expect("8 lanes"),
-            z.try_into().expect("8 lanes"),
-        );
-        for l in 0..8 {
-            x[l] -= a * u[l] + b * y[l];
-            acc[l] += x[l] * z[l];
-            q[l] += c * x[l];
-        }
-    }
-    let mut rest = 0.0;
-    let tails = x8.into_remainder().iter_mut().zip(q8.into_remainder());
-    let inputs = u8
-        .remainder()
-        .iter()
-        .zip(y8.remainder())
-        .zip(z8.remainder());
-    for ((x, q), ((u, y), z)) in tails.zip(inputs) {
-        *x -= a * u + b * y;
-        rest += *x * z;
-        *q += c * *x;
-    }
-    ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + rest
-}
-
-/// A plane rotation of rows `i` and `i + 1`: (a, b) ← (c·a − s·b, s·a + c·b).
-#[derive(Clone, Copy)]
-struct Rotation {
-    i: usize,
-    c: f64,
-    s: f64,
 }
 
 /// Rotations recorded before they are applied (24 MB of them): the memory stays
@@ -286,17 +235,7 @@ impl Panels {
         let parallel = rotations.len() * n >= 1 << 18;
         parallel::for_each_chunk_if(&mut self.data, n * PANEL, parallel, |start, panel| {
             let w = PANEL.min(n - start / n);
-            crate::kernels::simd_scope(|| {
-                for rot in rotations {
-                    let (top, bottom) = panel.split_at_mut((rot.i + 1) * w);
-                    let (a, b) = (&mut top[rot.i * w..], &mut bottom[..w]);
-                    for (x, y) in a.iter_mut().zip(b.iter_mut()) {
-                        let t = *y;
-                        *y = rot.s * *x + rot.c * t;
-                        *x = rot.c * *x - rot.s * t;
-                    }
-                }
-            })
+            crate::kernels::rotate_rows(panel, w, rotations);
         });
     }
 
