@@ -411,11 +411,22 @@ impl<T: Element> Tensor<T> {
         self.map_to(|x| U::from_f64(x.as_f64()))
     }
 
-    /// True when no element is NaN or infinite.
+    /// True when no element is NaN or infinite. Long tensors are scanned in
+    /// `CHUNK`-sized pieces on the threads (an optimiser checks every gradient
+    /// before its step: a pass over all the parameters' worth of memory).
     pub fn all_finite(&self) -> bool {
         let c = self.contiguous();
         let s = c.as_slice().expect("contiguous");
-        crate::kernels::simd_scope(|| s.iter().fold(true, |ok, x| ok & x.is_finite()))
+        let scan = |part: &[T]| {
+            crate::kernels::simd_scope(|| part.iter().fold(true, |ok, x| ok & x.is_finite()))
+        };
+        let pieces = s.len().div_ceil(crate::parallel::CHUNK);
+        crate::parallel::map_collect(pieces, s.len(), |i| {
+            let end = ((i + 1) * crate::parallel::CHUNK).min(s.len());
+            scan(&s[i * crate::parallel::CHUNK..end])
+        })
+        .into_iter()
+        .all(|ok| ok)
     }
 
     /// Bitwise equality of shape and elements (NaNs with the same bits compare equal).

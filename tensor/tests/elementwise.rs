@@ -270,3 +270,35 @@ fn softplus_is_stable_at_the_extremes() {
     assert!(f.iter().all(|v| v.is_finite()));
     assert!((f[1] as f64 - (-40.0f64).exp()).abs() < 1e-24);
 }
+
+/// `all_finite` over a tensor of several chunks (scanned on the threads): a NaN or
+/// an infinity anywhere — the first element, inside a later chunk, the last
+/// element — is found, in a transposed view too, at 1 and 2 threads.
+#[test]
+fn all_finite_finds_a_bad_value_in_any_chunk() {
+    let n = 3 * tensor::parallel::CHUNK + 6;
+    let clean: Vec<f32> = (0..n).map(|i| (i % 97) as f32 - 48.0).collect();
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            assert!(Tensor::from_vec(clean.clone(), &[n]).unwrap().all_finite());
+            for at in [
+                0,
+                tensor::parallel::CHUNK + 17,
+                2 * tensor::parallel::CHUNK,
+                n - 1,
+            ] {
+                for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+                    let mut data = clean.clone();
+                    data[at] = bad;
+                    let t = Tensor::from_vec(data, &[n / 6, 6]).unwrap();
+                    assert!(!t.all_finite(), "{bad} at {at}");
+                    assert!(!t.t().unwrap().all_finite(), "{bad} at {at}, transposed");
+                }
+            }
+        });
+    }
+}
