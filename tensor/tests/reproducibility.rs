@@ -157,4 +157,11 @@ fn factorizations_are_thread_count_invariant() {
             (bits64(&q), bits64(&r))
         });
     }
+    // QR's compact-WY products go parallel only from 2²⁶ multiply-adds: at
+    // 2200 × 1100 the first panels' updates (32 × 2200 × 1068) do.
+    let big = Tensor::<f64>::rand_normal(&[2200, 1100], 0.0, 1.0, &mut rng).unwrap();
+    check("qr parallel updates", || {
+        let (q, r) = big.qr().unwrap();
+        (bits64(&q), bits64(&r))
+    });
 }

@@ -205,9 +205,9 @@ fn transpose_lower<T: Element>(a: &[T], n: usize, r: &mut [T], ld: usize) {
 }
 
 /// A row stride of at least `n` that is an odd multiple of 8 elements (64 bytes of
-/// `f64`, 32 of `f32`): rows fewer than 64 apart then never lie a multiple of
-/// 4 KiB apart, so the rows a kernel walks together fall in different L1 sets. (Rounding `n`
-/// up to a multiple of 8 and adding 8 gave exactly 4 KiB at n = 504, where the
+/// `f64`, 32 of `f32`): rows fewer than 64 apart then never lie a multiple of 4 KiB
+/// apart, so the rows a kernel walks together fall in different L1 sets. (Rounding
+/// `n` up to a multiple of 8 and adding 8 gave exactly 4 KiB at n = 504, where the
 /// factorisation took 27 % longer than at n = 512.)
 fn row_stride(n: usize) -> usize {
     (n.div_ceil(8) | 1) * 8
@@ -215,7 +215,8 @@ fn row_stride(n: usize) -> usize {
 
 impl<T: Element> Tensor<T> {
     /// The lower Cholesky factor L of each symmetric positive-definite matrix
-    /// (A = L Lᵀ; only A's lower triangle is read). A matrix that is not positive
+    /// (A = L Lᵀ; only A's lower triangle is read: a NaN or infinity there is an
+    /// error, one above the diagonal changes nothing). A matrix that is not positive
     /// definite fails with the first non-positive pivot and its value.
     ///
     /// L comes back as a transposed view of the factorisation's own buffer (its

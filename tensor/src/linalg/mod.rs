@@ -101,10 +101,18 @@ pub(crate) fn per_matrix<T: Element, R: Send>(
         .collect()
 }
 
+/// Multiply-adds below which a factorisation's product stays on the calling
+/// thread. Its products are thin (a panel of 32–64 reflectors against the trailing
+/// matrix) and follow one another with serial work between them, so a split costs
+/// a wake-up and a move of the block between the cores' caches each time: with the
+/// GEMM's own threshold (2²²), QR at n = 512 took 23–25.5 ms on two threads
+/// against 21–21.5 ms with this one (and 19–20.5 ms on one thread).
+const PAR_WORK: usize = 1 << 26;
+
 /// `C ← α·A·B + β·C` for the `a.rows × b.cols` matrix C at the start of `c` (row
-/// stride `ldc`), split across the threads when large; the GEMM computes each
-/// element with the same operations whatever the split, so the result does not
-/// depend on the thread count.
+/// stride `ldc`), split across the threads from [`PAR_WORK`] multiply-adds; the
+/// GEMM computes each element with the same operations whatever the split, so the
+/// result does not depend on the thread count.
 pub(crate) fn gemm_rows(
     alpha: f64,
     a: MatRef<'_, f64>,
@@ -120,6 +128,6 @@ pub(crate) fn gemm_rows(
         beta,
         c,
         ldc,
-        true,
+        a.rows * a.cols * b.cols >= PAR_WORK,
     );
 }

@@ -20,7 +20,9 @@
 //!
 //! Operands are [`PanelSource`]s: a strided matrix ([`Strided`]), or anything that
 //! can write its own panels, such as a convolution's patch matrix, which is then
-//! never materialised.
+//! never materialised. [`gemm_upper`] computes only the tiles of a square C that
+//! reach its upper triangle (a blocked Cholesky's symmetric trailing update), the
+//! same bits on and above the diagonal.
 
 mod buffer;
 mod pack;
