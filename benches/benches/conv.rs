@@ -1,5 +1,6 @@
 //! conv2d forward and backward (input and weight gradients) at the ResNet-18 layer
-//! shapes (3×3, stride 1, padding 1, batch 32, f32), with the FLOP rate reported as
+//! shapes (3×3, stride 1, padding 1, batch 32, f32; and the three stride-2
+//! convolutions that open stages 2–4), with the FLOP rate reported as
 //! criterion's element throughput (1 element = 1 FLOP), next to a plain GEMM of the
 //! same size (C_out × C_in·9 by C_in·9 × 32·H·W) — our matmul throughput; and one
 //! ResNet-18 training step (forward, cross-entropy, backward, SGD) at batch 32; and
@@ -52,6 +53,26 @@ fn layers(c: &mut Criterion) {
             Tensor::<f32>::rand_normal(&[ch * 9, 32 * side * side], 0.0, 1.0, &mut rng).unwrap();
         g.bench_with_input(BenchmarkId::new("gemm_same_flops", &id), &id, |b, _| {
             b.iter(|| black_box(a.matmul(&bm).unwrap()))
+        });
+    }
+    // The downsampling convolutions at the head of stages 2–4 (stride 2).
+    let strided = Conv2dSpec::new(2, 1);
+    for &(cin, side) in &[(64usize, 32usize), (128, 16), (256, 8)] {
+        let cout = 2 * cin;
+        let x = Tensor::<f32>::rand_normal(&[32, cin, side, side], 0.0, 1.0, &mut rng).unwrap();
+        let w = Tensor::<f32>::rand_normal(&[cout, cin, 3, 3], 0.0, 0.1, &mut rng).unwrap();
+        let y = x.conv2d(&w, strided).unwrap();
+        let flops = 2 * cout * cin * 9 * 32 * (side / 2) * (side / 2);
+        g.throughput(Throughput::Elements(flops as u64));
+        let id = format!("s2_c{cin}to{cout}_{side}x{side}");
+        g.bench_with_input(BenchmarkId::new("forward", &id), &id, |b, _| {
+            b.iter(|| black_box(x.conv2d(&w, strided).unwrap()))
+        });
+        g.bench_with_input(BenchmarkId::new("input_grad", &id), &id, |b, _| {
+            b.iter(|| black_box(y.conv2d_input_grad(&w, x.shape(), strided).unwrap()))
+        });
+        g.bench_with_input(BenchmarkId::new("weight_grad", &id), &id, |b, _| {
+            b.iter(|| black_box(y.conv2d_weight_grad(&x, w.shape(), strided).unwrap()))
         });
     }
     g.finish();
