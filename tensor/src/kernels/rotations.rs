@@ -38,7 +38,10 @@ pub fn rotate_rows(panel: &mut [f64], w: usize, rotations: &[PlaneRotation]) {
         return;
     }
     for rot in rotations {
-        assert!(rot.i + 1 < rows, "rotate_rows: a rotation leaves the panel");
+        assert!(
+            rot.i < rows.saturating_sub(1),
+            "rotate_rows: a rotation leaves the panel"
+        );
         let (top, bottom) = panel.split_at_mut((rot.i + 1) * w);
         let (x, y) = (&mut top[rot.i * w..], &mut bottom[..w]);
         for (x, y) in x.iter_mut().zip(y.iter_mut()) {
@@ -60,8 +63,12 @@ pub fn rotate_rows(panel: &mut [f64], w: usize, rotations: &[PlaneRotation]) {
 #[target_feature(enable = "avx512f")]
 unsafe fn avx512_rotate(panel: *mut f64, rows: usize, rotations: &[PlaneRotation]) {
     use std::arch::x86_64::*;
+    // i + 1 < rows, written so that it cannot wrap.
     let check = |rot: &PlaneRotation| {
-        assert!(rot.i + 1 < rows, "rotate_rows: a rotation leaves the panel");
+        assert!(
+            rot.i < rows.saturating_sub(1),
+            "rotate_rows: a rotation leaves the panel"
+        );
     };
     // SAFETY (every load and store below): row r of the panel is the WIDE elements
     // from panel + r·WIDE, inside it for every row of a checked rotation.
@@ -155,18 +162,18 @@ mod tests {
         assert_ne!(fast, start);
     }
 
+    /// A rotation of the last row and the one past it, or of a row so far out that
+    /// i + 1 wraps around, is refused, on both paths (32 wide and 5 wide).
     #[test]
-    #[should_panic(expected = "rotate_rows: a rotation leaves the panel")]
     fn a_rotation_past_the_last_row_is_refused() {
-        let mut panel = vec![0.0; 4 * WIDE];
-        rotate_rows(
-            &mut panel,
-            WIDE,
-            &[PlaneRotation {
-                i: 3,
-                c: 1.0,
-                s: 0.0,
-            }],
-        );
+        for w in [WIDE, 5] {
+            for i in [3, usize::MAX] {
+                let refused = std::panic::catch_unwind(|| {
+                    let mut panel = vec![0.0; 4 * w];
+                    rotate_rows(&mut panel, w, &[PlaneRotation { i, c: 1.0, s: 0.0 }]);
+                });
+                assert!(refused.is_err(), "row {i}, width {w}");
+            }
+        }
     }
 }

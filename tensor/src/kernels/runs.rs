@@ -61,18 +61,28 @@ pub fn gather_runs<T: Scalar>(
     let (Some(&last_offset), false) = (offsets.iter().max(), runs.is_empty()) else {
         return;
     };
-    let src_end = runs
-        .iter()
-        .map(|&(_, len, base)| base + len)
-        .max()
-        .unwrap_or(0);
-    let dst_end = runs.iter().map(|&(t, len, _)| t + len).max().unwrap_or(0);
-    assert!(
-        last_offset + src_end <= src.len()
-            && (dst_end <= ld || offsets.len() == 1)
-            && (offsets.len() - 1) * ld + dst_end <= dst.len(),
-        "gather_runs: a run leaves its slice"
-    );
+    // The furthest element each side, in checked arithmetic: a wrapped sum would
+    // pass the bounds check and let the unchecked copies out of the slices.
+    let furthest = |end: fn(&(usize, usize, usize)) -> Option<usize>| {
+        runs.iter()
+            .try_fold(0usize, |m, r| end(r).map(|e| m.max(e)))
+    };
+    let src_end = furthest(|&(_, len, base)| base.checked_add(len));
+    let dst_end = furthest(|&(t, len, _)| t.checked_add(len));
+    let inside = match (src_end, dst_end) {
+        (Some(src_end), Some(dst_end)) => {
+            last_offset
+                .checked_add(src_end)
+                .is_some_and(|e| e <= src.len())
+                && (dst_end <= ld || offsets.len() == 1)
+                && (offsets.len() - 1)
+                    .checked_mul(ld)
+                    .and_then(|e| e.checked_add(dst_end))
+                    .is_some_and(|e| e <= dst.len())
+        }
+        _ => false,
+    };
+    assert!(inside, "gather_runs: a run leaves its slice");
     #[cfg(target_arch = "x86_64")]
     if super::has_avx2_fma() {
         // SAFETY: AVX2 is present; every run lies inside `src` and `dst` (checked
@@ -266,5 +276,24 @@ mod tests {
         let src = [1.0f32; 40];
         let mut dst = [0.0f32; 64];
         gather_runs(&mut dst, 32, &src, &[0, 10], &[(0, 31, 0)]);
+    }
+
+    /// Offsets and runs whose sums wrap around are refused too (a wrapped sum would
+    /// look small enough to pass).
+    #[test]
+    fn gather_runs_refuses_runs_whose_ends_overflow() {
+        let src = [1.0f32; 40];
+        let wrapping: [(&[usize], (usize, usize, usize)); 3] = [
+            (&[0], (0, 2, usize::MAX)),
+            (&[usize::MAX], (0, 2, 1)),
+            (&[0], (usize::MAX, 2, 0)),
+        ];
+        for (offsets, run) in wrapping {
+            let mut dst = [0.0f32; 64];
+            let refused = std::panic::catch_unwind(move || {
+                gather_runs(&mut dst, 32, &src, offsets, &[run]);
+            });
+            assert!(refused.is_err(), "{offsets:?} {run:?}");
+        }
     }
 }
