@@ -283,17 +283,18 @@ mod tests {
     #[test]
     fn gather_runs_refuses_runs_whose_ends_overflow() {
         let src = [1.0f32; 40];
-        let wrapping: [(&[usize], (usize, usize, usize)); 3] = [
-            (&[0], (0, 2, usize::MAX)),
-            (&[usize::MAX], (0, 2, 1)),
-            (&[0], (usize::MAX, 2, 0)),
+        // (the row's offset, then the run: first column, length, source base)
+        let wrapping = [
+            (0, (0, 2, usize::MAX)),
+            (usize::MAX, (0, 2, 1)),
+            (0, (usize::MAX, 2, 0)),
         ];
-        for (offsets, run) in wrapping {
+        for (offset, run) in wrapping {
             let mut dst = [0.0f32; 64];
             let refused = std::panic::catch_unwind(move || {
-                gather_runs(&mut dst, 32, &src, offsets, &[run]);
+                gather_runs(&mut dst, 32, &src, &[offset], &[run]);
             });
-            assert!(refused.is_err(), "{offsets:?} {run:?}");
+            assert!(refused.is_err(), "{offset} {run:?}");
         }
     }
 }
