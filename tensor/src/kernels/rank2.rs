@@ -180,6 +180,45 @@ mod tests {
             assert!(q.iter().zip(&qw).all(|(p, w)| p.to_bits() == w.to_bits()));
             let plain: f64 = xw.iter().zip(&z).map(|(p, w)| p * w).sum();
             assert!((got - plain).abs() <= 1e-14 * (1.0 + plain.abs()));
+            // Each instruction set's blocks on their own (the dispatcher above runs
+            // only the preferred one), against the portable blocks.
+            let mut portable = (x0.clone(), q0.clone(), [0.0; 8]);
+            portable_blocks(
+                full,
+                &mut portable.2,
+                &mut portable.0,
+                (a, &u),
+                (b, &y),
+                &z,
+                (c, &mut portable.1),
+            );
+            #[cfg(target_arch = "x86_64")]
+            for (name, present) in [
+                ("avx512", super::super::has_avx512()),
+                ("avx2", super::super::has_avx2_fma()),
+            ] {
+                if !present {
+                    continue;
+                }
+                let (mut xs, mut qs) = (x0.clone(), q0.clone());
+                // SAFETY: the instruction set is present (checked); every slice
+                // holds len ≥ full elements.
+                let lanes = unsafe {
+                    if name == "avx512" {
+                        avx512_blocks(full, &mut xs, (a, &u), (b, &y), &z, (c, &mut qs))
+                    } else {
+                        avx2_blocks(full, &mut xs, (a, &u), (b, &y), &z, (c, &mut qs))
+                    }
+                };
+                let same =
+                    |p: &[f64], w: &[f64]| p.iter().zip(w).all(|(p, w)| p.to_bits() == w.to_bits());
+                assert!(
+                    same(&lanes, &portable.2)
+                        && same(&xs[..full], &portable.0[..full])
+                        && same(&qs[..full], &portable.1[..full]),
+                    "{name} at length {len}"
+                );
+            }
         }
     }
 }
