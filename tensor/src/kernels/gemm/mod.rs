@@ -156,7 +156,11 @@ pub const PAR_WORK: usize = 1 << 22;
 
 /// Calls `f` with a scratch buffer of `len` elements recycled on this thread (not
 /// zeroed: it holds stale values, so `f` writes before it reads), for operands that
-/// stage a block before packing it.
+/// stage a block before packing it, and the FFT's rows. Always inlined, so that `f`
+/// is compiled with its caller's target features: called from the FFT's AVX2 scope
+/// and left out of line, it had compiled the real transform's post-processing loop
+/// to 4-wide SSE (`rfft` at n = 4096: 4.87 → 3.90 µs).
+#[inline(always)]
 pub fn with_scratch<T: Scalar, R>(len: usize, f: impl FnOnce(&mut [T]) -> R) -> R {
     let mut buf = Buffer::<T>::new(len);
     f(buf.as_mut_slice())
