@@ -37,19 +37,23 @@ pub fn rotate_rows(panel: &mut [f64], w: usize, rotations: &[PlaneRotation]) {
         unsafe { avx512_rotate(panel.as_mut_ptr(), rows, rotations) };
         return;
     }
-    for rot in rotations {
-        assert!(
-            rot.i < rows.saturating_sub(1),
-            "rotate_rows: a rotation leaves the panel"
-        );
-        let (top, bottom) = panel.split_at_mut((rot.i + 1) * w);
-        let (x, y) = (&mut top[rot.i * w..], &mut bottom[..w]);
-        for (x, y) in x.iter_mut().zip(y.iter_mut()) {
-            let t = *y;
-            *y = rot.s * *x + rot.c * t;
-            *x = rot.c * *x - rot.s * t;
+    // Other widths, and CPUs without AVX-512: the plain loop, compiled for AVX2
+    // where the CPU has it (4 lanes of f64 rather than SSE2's 2).
+    super::simd_scope(|| {
+        for rot in rotations {
+            assert!(
+                rot.i < rows.saturating_sub(1),
+                "rotate_rows: a rotation leaves the panel"
+            );
+            let (top, bottom) = panel.split_at_mut((rot.i + 1) * w);
+            let (x, y) = (&mut top[rot.i * w..], &mut bottom[..w]);
+            for (x, y) in x.iter_mut().zip(y.iter_mut()) {
+                let t = *y;
+                *y = rot.s * *x + rot.c * t;
+                *x = rot.c * *x - rot.s * t;
+            }
         }
-    }
+    })
 }
 
 /// Panics on a rotation whose rows are not both below `rows`, before it loads or
