@@ -25,29 +25,41 @@ use optim::{Adam, AdamConfig, Optimizer, Sgd, SgdConfig};
 use std::time::Duration;
 use tensor::{Conv2dSpec, Rng, Tensor};
 
+/// Benches the forward, input gradient and weight gradient of one convolution
+/// (batch 32, 3×3 kernel, padding 1) under `id`, with its FLOP count as the
+/// group's throughput.
+fn conv_ops(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rng: &mut Rng,
+    (cin, cout, side): (usize, usize, usize),
+    spec: Conv2dSpec,
+    id: &str,
+) {
+    let x = Tensor::<f32>::rand_normal(&[32, cin, side, side], 0.0, 1.0, rng).unwrap();
+    let w = Tensor::<f32>::rand_normal(&[cout, cin, 3, 3], 0.0, 0.1, rng).unwrap();
+    let y = x.conv2d(&w, spec).unwrap();
+    let flops = 2 * cout * cin * 9 * 32 * y.shape()[2] * y.shape()[3];
+    g.throughput(Throughput::Elements(flops as u64));
+    g.bench_with_input(BenchmarkId::new("forward", id), id, |b, _| {
+        b.iter(|| black_box(x.conv2d(&w, spec).unwrap()))
+    });
+    g.bench_with_input(BenchmarkId::new("input_grad", id), id, |b, _| {
+        b.iter(|| black_box(y.conv2d_input_grad(&w, x.shape(), spec).unwrap()))
+    });
+    g.bench_with_input(BenchmarkId::new("weight_grad", id), id, |b, _| {
+        b.iter(|| black_box(y.conv2d_weight_grad(&x, w.shape(), spec).unwrap()))
+    });
+}
+
 fn layers(c: &mut Criterion) {
     let mut g = c.benchmark_group("conv2d_resnet18_b32_f32");
     g.sample_size(10)
         .measurement_time(Duration::from_secs(3))
         .warm_up_time(Duration::from_millis(500));
     let mut rng = Rng::new(0);
-    let spec = Conv2dSpec::new(1, 1);
     for &(ch, side) in &[(64usize, 32usize), (128, 16), (256, 8), (512, 4)] {
-        let x = Tensor::<f32>::rand_normal(&[32, ch, side, side], 0.0, 1.0, &mut rng).unwrap();
-        let w = Tensor::<f32>::rand_normal(&[ch, ch, 3, 3], 0.0, 0.1, &mut rng).unwrap();
-        let y = x.conv2d(&w, spec).unwrap();
-        let flops = 2 * ch * ch * 9 * 32 * side * side;
-        g.throughput(Throughput::Elements(flops as u64));
         let id = format!("c{ch}_{side}x{side}");
-        g.bench_with_input(BenchmarkId::new("forward", &id), &id, |b, _| {
-            b.iter(|| black_box(x.conv2d(&w, spec).unwrap()))
-        });
-        g.bench_with_input(BenchmarkId::new("input_grad", &id), &id, |b, _| {
-            b.iter(|| black_box(y.conv2d_input_grad(&w, x.shape(), spec).unwrap()))
-        });
-        g.bench_with_input(BenchmarkId::new("weight_grad", &id), &id, |b, _| {
-            b.iter(|| black_box(y.conv2d_weight_grad(&x, w.shape(), spec).unwrap()))
-        });
+        conv_ops(&mut g, &mut rng, (ch, ch, side), Conv2dSpec::new(1, 1), &id);
         let a = Tensor::<f32>::rand_normal(&[ch, ch * 9], 0.0, 1.0, &mut rng).unwrap();
         let bm =
             Tensor::<f32>::rand_normal(&[ch * 9, 32 * side * side], 0.0, 1.0, &mut rng).unwrap();
@@ -56,24 +68,15 @@ fn layers(c: &mut Criterion) {
         });
     }
     // The downsampling convolutions at the head of stages 2–4 (stride 2).
-    let strided = Conv2dSpec::new(2, 1);
     for &(cin, side) in &[(64usize, 32usize), (128, 16), (256, 8)] {
-        let cout = 2 * cin;
-        let x = Tensor::<f32>::rand_normal(&[32, cin, side, side], 0.0, 1.0, &mut rng).unwrap();
-        let w = Tensor::<f32>::rand_normal(&[cout, cin, 3, 3], 0.0, 0.1, &mut rng).unwrap();
-        let y = x.conv2d(&w, strided).unwrap();
-        let flops = 2 * cout * cin * 9 * 32 * (side / 2) * (side / 2);
-        g.throughput(Throughput::Elements(flops as u64));
-        let id = format!("s2_c{cin}to{cout}_{side}x{side}");
-        g.bench_with_input(BenchmarkId::new("forward", &id), &id, |b, _| {
-            b.iter(|| black_box(x.conv2d(&w, strided).unwrap()))
-        });
-        g.bench_with_input(BenchmarkId::new("input_grad", &id), &id, |b, _| {
-            b.iter(|| black_box(y.conv2d_input_grad(&w, x.shape(), strided).unwrap()))
-        });
-        g.bench_with_input(BenchmarkId::new("weight_grad", &id), &id, |b, _| {
-            b.iter(|| black_box(y.conv2d_weight_grad(&x, w.shape(), strided).unwrap()))
-        });
+        let id = format!("s2_c{cin}to{}_{side}x{side}", 2 * cin);
+        conv_ops(
+            &mut g,
+            &mut rng,
+            (cin, 2 * cin, side),
+            Conv2dSpec::new(2, 1),
+            &id,
+        );
     }
     g.finish();
 }
