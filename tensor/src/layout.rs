@@ -4,19 +4,25 @@
 //! broadcast axis). The element at logical index `i` lives at storage position
 //! `offset + Σ i_k · strides_k`.
 
+use crate::dims::Dims;
 use crate::error::{fmt_shape, Error, Result};
 
 /// Shape, strides (in elements) and storage offset of a tensor view.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
-    shape: Vec<usize>,
-    strides: Vec<isize>,
+    shape: Dims<usize>,
+    strides: Dims<isize>,
     offset: usize,
 }
 
 /// Row-major strides of a contiguous tensor of `shape`.
 pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
-    let mut strides = vec![0isize; shape.len()];
+    row_major_strides(shape).to_vec()
+}
+
+/// [`contiguous_strides`], held in place.
+fn row_major_strides(shape: &[usize]) -> Dims<isize> {
+    let mut strides = Dims::filled(shape.len(), 0isize);
     let mut acc = 1isize;
     for (s, &d) in strides.iter_mut().zip(shape).rev() {
         *s = acc;
@@ -124,8 +130,8 @@ impl Layout {
     /// Contiguous layout for a shape whose element count is known to be valid.
     pub(crate) fn contiguous_unchecked(shape: &[usize]) -> Self {
         Layout {
-            strides: contiguous_strides(shape),
-            shape: shape.to_vec(),
+            strides: row_major_strides(shape),
+            shape: Dims::from_slice(shape),
             offset: 0,
         }
     }
@@ -133,8 +139,8 @@ impl Layout {
     pub(crate) fn from_parts(shape: Vec<usize>, strides: Vec<isize>, offset: usize) -> Self {
         debug_assert_eq!(shape.len(), strides.len());
         Layout {
-            shape,
-            strides,
+            shape: shape.into(),
+            strides: strides.into(),
             offset,
         }
     }
@@ -143,8 +149,8 @@ impl Layout {
     /// memory allows (`stride[i] = stride[i+1]·shape[i+1]`) and unit axes dropped: a
     /// permuted 3-D view can turn out to be a plain 2-D transpose.
     pub fn coalesced(&self) -> Layout {
-        let mut shape: Vec<usize> = Vec::with_capacity(self.shape.len());
-        let mut strides: Vec<isize> = Vec::with_capacity(self.shape.len());
+        let mut shape = Dims::new();
+        let mut strides = Dims::new();
         for (&d, &s) in self.shape.iter().zip(&self.strides) {
             if d == 1 {
                 continue;

@@ -27,6 +27,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod dims;
 pub mod element;
 pub mod error;
 pub mod fft;

@@ -9,15 +9,17 @@
 //! default, a ResNet-18 step's worth at batch 32: that step frees about 0.9 GiB of
 //! activations and gradients, and with a 256 MiB pool the rest came back from the
 //! allocator, memset, every step — 13 % of the step; `set_pool_limit(0)` turns
-//! it off). Smaller buffers, from 256 bytes, are kept by the thread that frees them in
-//! a short list of its own (`SMALL_PER_THREAD`), so small ops and per-call scratch
-//! skip the allocator and its zeroing. Recycled buffers are always fully
+//! it off). Smaller f32 and f64 buffers, from 256 bytes, are kept by the thread that
+//! frees them in a short list of its own (`SMALL_PER_THREAD`), so small ops and
+//! per-call scratch skip the allocator and its zeroing. Recycled buffers are always fully
 //! overwritten before use, so results never depend on the pool.
 
 use std::any::{Any, TypeId};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::thread::LocalKey;
 
 /// Buffers smaller than this are not put in the shared pool.
 const POOL_MIN_BYTES: usize = 64 * 1024;
@@ -57,7 +59,8 @@ pub fn clear_pool() {
     if let Ok(mut p) = POOL.lock() {
         *p = None;
     }
-    let _ = SMALL.try_with(|list| list.borrow_mut().clear());
+    with_small(|list: &mut Vec<Vec<f32>>| list.clear());
+    with_small(|list: &mut Vec<Vec<f64>>| list.clear());
 }
 
 /// Bytes currently held by the pool.
@@ -68,16 +71,42 @@ pub fn pooled_bytes() -> usize {
         .unwrap_or(0)
 }
 
-/// Buffers of at least this many bytes but fewer than `POOL_MIN_BYTES` are kept by
-/// the thread that frees them, in a short list of its own (no lock): a small op's
-/// output or a row's scratch then costs no allocator call, and no zeroing.
+/// Float buffers of at least this many bytes but fewer than `POOL_MIN_BYTES` are
+/// kept by the thread that frees them, in a short list of its own (no lock, and
+/// typed, so that keeping one allocates nothing): a small op's output or a row's
+/// scratch then costs no allocator call, and no zeroing.
 const SMALL_MIN_BYTES: usize = 256;
-/// At most this many small buffers are kept per thread.
+/// At most this many small buffers of each float type are kept per thread.
 const SMALL_PER_THREAD: usize = 16;
 
 thread_local! {
-    static SMALL: std::cell::RefCell<Vec<(Key, Box<dyn Any>)>> =
-        const { std::cell::RefCell::new(Vec::new()) };
+    static SMALL_F32: RefCell<Vec<Vec<f32>>> = const { RefCell::new(Vec::new()) };
+    static SMALL_F64: RefCell<Vec<Vec<f64>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` on this thread's list of small buffers of `T`: `None` for types other
+/// than f32 and f64 (not kept), or on a thread being torn down.
+fn with_small<T: 'static, R>(f: impl FnOnce(&mut Vec<Vec<T>>) -> R) -> Option<R> {
+    fn typed<U: 'static, T: 'static, R>(
+        list: &'static LocalKey<RefCell<Vec<Vec<U>>>>,
+        f: impl FnOnce(&mut Vec<Vec<T>>) -> R,
+    ) -> Option<R> {
+        list.try_with(|l| {
+            let mut l = l.borrow_mut();
+            (&mut *l as &mut dyn Any)
+                .downcast_mut::<Vec<Vec<T>>>()
+                .map(f)
+        })
+        .ok()
+        .flatten()
+    }
+    if TypeId::of::<T>() == TypeId::of::<f32>() {
+        typed(&SMALL_F32, f)
+    } else if TypeId::of::<T>() == TypeId::of::<f64>() {
+        typed(&SMALL_F64, f)
+    } else {
+        None
+    }
 }
 
 /// Where a buffer of `len` elements of `T` is recycled, if anywhere.
@@ -91,12 +120,17 @@ enum Recycled {
     No,
 }
 
-fn recycled<T>(len: usize) -> Recycled {
+fn recycled<T: 'static>(len: usize) -> Recycled {
     let bytes = len * std::mem::size_of::<T>();
+    let float = [TypeId::of::<f32>(), TypeId::of::<f64>()].contains(&TypeId::of::<T>());
     if pool_limit() == 0 || bytes < SMALL_MIN_BYTES {
         Recycled::No
     } else if bytes < POOL_MIN_BYTES {
-        Recycled::Local
+        if float {
+            Recycled::Local
+        } else {
+            Recycled::No
+        }
     } else {
         Recycled::Shared
     }
@@ -174,19 +208,14 @@ fn poison<T: 'static>(buf: &mut Vec<T>) {
 }
 
 fn take<T: Send + 'static>(n: usize) -> Option<Vec<T>> {
-    let key = (TypeId::of::<T>(), n);
     match recycled::<T>(n) {
         Recycled::No => return None,
         Recycled::Local => {
-            let buf = SMALL
-                .try_with(|list| {
-                    let mut list = list.borrow_mut();
-                    let at = list.iter().rposition(|(k, _)| *k == key)?;
-                    Some(list.swap_remove(at).1)
-                })
-                .ok()
-                .flatten()?;
-            return buf.downcast::<Vec<T>>().ok().map(|b| *b);
+            return with_small(|list: &mut Vec<Vec<T>>| {
+                let at = list.iter().rposition(|b| b.len() == n)?;
+                Some(list.swap_remove(at))
+            })
+            .flatten();
         }
         Recycled::Shared => {}
     }
@@ -206,10 +235,9 @@ fn give<T: Send + 'static>(buf: Vec<T>) {
     }
     if place == Recycled::Local {
         // On a thread being torn down the list is gone: the buffer is just freed.
-        let _ = SMALL.try_with(|list| {
-            let mut list = list.borrow_mut();
+        with_small(|list: &mut Vec<Vec<T>>| {
             if list.len() < SMALL_PER_THREAD {
-                list.push(((TypeId::of::<T>(), n), Box::new(buf)));
+                list.push(buf);
             }
         });
         return;
@@ -291,6 +319,9 @@ mod tests {
         assert_eq!(recycled::<f32>(8), Recycled::No);
         assert_eq!(recycled::<f32>(1 << 10), Recycled::Local);
         assert_eq!(recycled::<f32>(1 << 16), Recycled::Shared);
+        // Only float buffers have a thread list.
+        assert_eq!(recycled::<usize>(1 << 10), Recycled::No);
+        assert_eq!(recycled::<usize>(1 << 16), Recycled::Shared);
     }
 
     /// Debug and test builds hand out NaN-filled float scratch, fresh or recycled,

@@ -16,6 +16,7 @@ mod reusable;
 
 pub use reusable::FftPlan;
 
+use crate::dims::Dims;
 use crate::element::Element;
 use crate::error::{fmt_shape, Error, Result};
 use crate::kernels::gemm::with_scratch;
@@ -117,23 +118,36 @@ fn along<T: Element>(
 ) -> Result<Tensor<T>> {
     let nd = t.ndim();
     let lead = if complex_in { nd - 1 } else { nd };
-    let mut perm: Vec<isize> = (0..lead as isize).filter(|&a| a != axis as isize).collect();
-    perm.push(axis as isize);
-    if complex_in {
-        perm.push(nd as isize - 1);
-    }
-    // The transformed axis is usually the last (before the pair) already.
-    let identity = perm.iter().enumerate().all(|(i, &p)| p == i as isize);
-    let x = if identity {
-        t.contiguous()
+    // The transformed axis is usually the last (before the pair) already: then the
+    // rows are read in place when the tensor is contiguous.
+    let identity = axis == lead - 1;
+    let perm: Vec<isize> = if identity {
+        Vec::new()
     } else {
-        t.permute(&perm)?.contiguous()
+        let mut perm: Vec<isize> = (0..lead as isize).filter(|&a| a != axis as isize).collect();
+        perm.push(axis as isize);
+        if complex_in {
+            perm.push(nd as isize - 1);
+        }
+        perm
+    };
+    let moved;
+    let x = match (identity, t.as_slice()) {
+        (true, Some(_)) => t,
+        (true, None) => {
+            moved = t.contiguous();
+            &moved
+        }
+        (false, _) => {
+            moved = t.permute(&perm)?.contiguous();
+            &moved
+        }
     };
     let data = x.as_slice().expect("contiguous");
     let n = t.shape()[axis];
     let width = if complex_in { 2 * n } else { n };
     let rows = if n == 0 { 0 } else { data.len() / width };
-    let mut shape: Vec<usize> = x.shape()[..lead - 1].to_vec();
+    let mut shape = Dims::from_slice(&x.shape()[..lead - 1]);
     shape.push(out_len);
     let out_width = if complex_out {
         shape.push(2);
