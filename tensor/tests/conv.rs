@@ -203,8 +203,9 @@ fn conv2d_bias_is_the_convolution_then_the_add_on_every_path() {
 }
 
 /// Each lowering path of `tensor::ops::conv` against the naive loop: tiles of one
-/// image, one image at a time (plain, strided and grouped, 1×1 in place, and more
-/// images than the weight gradient's 8 groups), and several images per chunk.
+/// image, one image at a time (plain, strided and grouped, patches read in place,
+/// 1×1 in place, and more images than the weight gradient's 8 groups), and several
+/// images per chunk.
 #[test]
 fn large_inputs_take_every_lowering_path() {
     // Tiles: 64 channels, 3×3 gives K = 576 rows; an 88×88 image has 7744 positions,
@@ -230,6 +231,22 @@ fn large_inputs_take_every_lowering_path() {
         &rand(&[3, 4, 3, 3], 11),
         Conv2dSpec::new(1, 1),
         12,
+    )
+    .unwrap();
+    // One image at a time with the patches read in place (unit stride along the
+    // width, output rows of whole runs of the SIMD kernel): strided down the rows,
+    // dilated, 7 output channels (a cut tile).
+    let spec = Conv2dSpec {
+        stride: (2, 1),
+        padding: (1, 1),
+        dilation: (2, 1),
+        groups: 1,
+    };
+    check(
+        &rand(&[3, 5, 33, 16], 16),
+        &rand(&[7, 5, 3, 3], 17),
+        spec,
+        18,
     )
     .unwrap();
     // A 1×1 convolution one image at a time reads the input in place.

@@ -96,11 +96,14 @@ fn sampling_is_reproducible_from_the_seed() {
 fn convolutions_are_thread_count_invariant() {
     let mut rng = Rng::new(9);
     // Many images per chunk (8×8 maps); one image at a time, split across threads
-    // by images (16×16 maps, 12 images: the weight gradient in 6 groups of 2), also
-    // 1×1; and one image in tiles (66×66, K = 1152).
+    // by images (16×16 maps, 12 images: the weight gradient in 6 groups of 2; the
+    // forward reads its patches in place), also 1×1; one image at a time with too
+    // little work to split (patches in place on one thread, packed on more); and
+    // one image in tiles (66×66, K = 1152).
     for (x_shape, w_shape) in [
         ([16, 32, 8, 8], [32, 32, 3, 3]),
         ([12, 16, 16, 16], [16, 16, 3, 3]),
+        ([2, 4, 16, 16], [8, 4, 3, 3]),
         ([12, 64, 16, 16], [64, 64, 1, 1]),
         ([2, 128, 66, 66], [4, 128, 3, 3]),
     ] {

@@ -27,11 +27,13 @@
 mod buffer;
 mod pack;
 mod portable;
+mod rows;
 #[cfg(target_arch = "x86_64")]
 mod simd;
 mod transpose;
 
 pub use pack::{PanelSource, Strided};
+pub use rows::{RowKernel, RowOffsets};
 #[cfg(target_arch = "x86_64")]
 pub(crate) use transpose::transpose8_f32;
 pub use transpose::{pack_transposed, pack_transposed_rows};
@@ -85,6 +87,9 @@ pub trait Scalar:
     /// Every kernel this CPU can run, the preferred first (for tests and benches
     /// that compare them).
     fn kernels() -> Vec<MicroKernel<Self>>;
+    /// The twin of [`Scalar::kernel`] that reads B in place, if it has one (the
+    /// SIMD kernels do, the portable one does not).
+    fn row_kernel() -> Option<RowKernel<Self>>;
     /// `a·b + c` rounded once.
     fn fused_mul_add(a: Self, b: Self, c: Self) -> Self;
     /// The kernels' epilogue for one element: `α·acc` when β = 0 (`old` unread),
@@ -102,7 +107,7 @@ pub trait Scalar:
 }
 
 macro_rules! scalar_impl {
-    ($t:ty, $avx512:ident, $avx2:ident) => {
+    ($t:ty, $avx512:ident, $avx2:ident, $avx512_rows:ident, $avx2_rows:ident) => {
         impl Scalar for $t {
             const ZERO: $t = 0.0;
             const ONE: $t = 1.0;
@@ -133,14 +138,26 @@ macro_rules! scalar_impl {
                 out.push(portable::kernel());
                 out
             }
+            fn row_kernel() -> Option<RowKernel<$t>> {
+                #[cfg(target_arch = "x86_64")]
+                {
+                    // The chosen kernel's name says its features were detected.
+                    match Self::kernel().name {
+                        "avx512" => return Some(simd::$avx512_rows),
+                        "avx2" => return Some(simd::$avx2_rows),
+                        _ => {}
+                    }
+                }
+                None
+            }
             fn fused_mul_add(a: $t, b: $t, c: $t) -> $t {
                 a.mul_add(b, c)
             }
         }
     };
 }
-scalar_impl!(f32, F32_AVX512, F32_AVX2);
-scalar_impl!(f64, F64_AVX512, F64_AVX2);
+scalar_impl!(f32, F32_AVX512, F32_AVX2, F32_AVX512_ROWS, F32_AVX2_ROWS);
+scalar_impl!(f64, F64_AVX512, F64_AVX2, F64_AVX512_ROWS, F64_AVX2_ROWS);
 
 /// Rows of C per block of a task: the packed A block (`MC × KC`) stays in L2.
 const MC: usize = 192;
@@ -165,6 +182,14 @@ pub const PAR_WORK: usize = 1 << 22;
 pub fn with_scratch<T: Scalar, R>(len: usize, f: impl FnOnce(&mut [T]) -> R) -> R {
     let mut buf = Buffer::<T>::new(len);
     f(buf.as_mut_slice())
+}
+
+/// How a product of depth `k` is cut into depth blocks: their number and the depth
+/// of each but the last (which takes the rest). Each element's chain restarts at
+/// every block, so a kernel that reproduces the GEMM's bits cuts the depth so too.
+pub fn depth_blocks<T: Scalar>(k: usize) -> (usize, usize) {
+    let kblocks = k.div_ceil(T::KC);
+    (kblocks, k.div_ceil(kblocks.max(1)))
 }
 
 /// A pointer to C that tasks share; each writes only its own tiles.
@@ -280,8 +305,7 @@ fn gemm_in<T: Scalar>(
     } else {
         1
     };
-    let kblocks = k.div_ceil(T::KC);
-    let kstep = k.div_ceil(kblocks);
+    let (kblocks, kstep) = depth_blocks::<T>(k);
     let rows_max = (A_LIMIT / kstep).max(MC) / MC * MC;
     let c_ptr = SharedC(c.as_mut_ptr());
     for i0 in (0..m).step_by(rows_max) {

@@ -5,8 +5,10 @@
 //! Every kernel computes each element of its tile as one fused multiply-add chain
 //! over the depth, in order, from zero, then applies the same epilogue
 //! (`α·acc`, or `fma(α, acc, β·c)`): the AVX-512 and AVX2 kernels give the same bits.
+//! Each has a twin that reads the rows of B where they lie instead of from a packed
+//! panel ([`RowKernel`]), with the same chain and so the same bits.
 
-use super::MicroKernel;
+use super::{MicroKernel, RowKernel};
 use std::arch::x86_64::*;
 
 /// Defines one micro-kernel: `$mr` rows of two `$lanes`-wide vectors.
@@ -40,20 +42,72 @@ macro_rules! micro_kernel {
                     acc[i][1] = $fma(ai, b1, acc[i][1]);
                 }
             }
-            let va = $splat(alpha);
-            for i in 0..$mr {
-                for h in 0..2 {
-                    // SAFETY: row i < MR, columns h·lanes.. < NR of the tile.
-                    let at = unsafe { c.add(i * ldc + h * $lanes) };
-                    let r = if beta == 0.0 {
-                        $mul(va, acc[i][h])
-                    } else {
-                        let old = unsafe { $load(at) };
-                        $fma(va, acc[i][h], $mul($splat(beta), old))
-                    };
-                    unsafe { $store(at, r) };
+            store_tile!(acc, c, ldc, alpha, beta, $lanes, $mr, $load, $store, $splat, $fma, $mul);
+        }
+    };
+}
+
+/// The epilogue every kernel shares: `C ← α·acc` (β = 0, C unread) or
+/// `fma(α, acc, β·C)` for the `MR × 2` vectors of `acc`.
+macro_rules! store_tile {
+    ($acc:ident, $c:ident, $ldc:ident, $alpha:ident, $beta:ident, $lanes:literal, $mr:literal,
+     $load:ident, $store:ident, $splat:ident, $fma:ident, $mul:ident) => {
+        let va = $splat($alpha);
+        for i in 0..$mr {
+            for h in 0..2 {
+                // SAFETY: row i < MR, columns h·lanes.. < NR of the tile.
+                let at = unsafe { $c.add(i * $ldc + h * $lanes) };
+                let r = if $beta == 0.0 {
+                    $mul(va, $acc[i][h])
+                } else {
+                    let old = unsafe { $load(at) };
+                    $fma(va, $acc[i][h], $mul($splat($beta), old))
+                };
+                unsafe { $store(at, r) };
+            }
+        }
+    };
+}
+
+/// Defines one kernel that reads B in place ([`RowKernel`]): row p of the tile's
+/// B is the `$lanes` values at `b[0] + offs[p]` then the `$lanes` at
+/// `b[1] + offs[p]`; otherwise the kernel of the same tile, operation for operation.
+macro_rules! row_kernel {
+    ($name:ident, $feature:literal, $t:ty, $lanes:literal, $mr:literal,
+     $zero:ident, $load:ident, $store:ident, $splat:ident, $fma:ident, $mul:ident) => {
+        /// `C[..MR, ..NR] ← α·(A·B) + β·C` for one tile, B read where it lies.
+        ///
+        /// # Safety
+        /// The CPU has the kernel's features; `a` holds `kc·MR` readable elements,
+        /// `offs` holds `kc` offsets, and `b[h] + offs[p]` starts `$lanes` readable
+        /// elements for every p < kc and h < 2; `c` addresses MR rows of NR
+        /// writable elements at row stride `ldc`.
+        #[target_feature(enable = $feature)]
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn $name(
+            kc: usize,
+            a: *const $t,
+            offs: *const usize,
+            b: [*const $t; 2],
+            c: *mut $t,
+            ldc: usize,
+            alpha: $t,
+            beta: $t,
+        ) {
+            let mut acc = [[$zero(); 2]; $mr];
+            for p in 0..kc {
+                // SAFETY: p < kc; the offsets and B rows are readable as required.
+                let (b0, b1) = unsafe {
+                    let o = *offs.add(p);
+                    ($load(b[0].add(o)), $load(b[1].add(o)))
+                };
+                for i in 0..$mr {
+                    let ai = $splat(unsafe { *a.add(p * $mr + i) });
+                    acc[i][0] = $fma(ai, b0, acc[i][0]);
+                    acc[i][1] = $fma(ai, b1, acc[i][1]);
                 }
             }
+            store_tile!(acc, c, ldc, alpha, beta, $lanes, $mr, $load, $store, $splat, $fma, $mul);
         }
     };
 }
@@ -146,4 +200,78 @@ pub(super) const F64_AVX2: MicroKernel<f64> = MicroKernel {
     nr: 8,
     fused: true,
     run: f64_avx2,
+};
+
+row_kernel!(
+    f32_avx512_rows,
+    "avx512f",
+    f32,
+    16,
+    8,
+    _mm512_setzero_ps,
+    _mm512_loadu_ps,
+    _mm512_storeu_ps,
+    _mm512_set1_ps,
+    _mm512_fmadd_ps,
+    _mm512_mul_ps
+);
+row_kernel!(
+    f64_avx512_rows,
+    "avx512f",
+    f64,
+    8,
+    8,
+    _mm512_setzero_pd,
+    _mm512_loadu_pd,
+    _mm512_storeu_pd,
+    _mm512_set1_pd,
+    _mm512_fmadd_pd,
+    _mm512_mul_pd
+);
+row_kernel!(
+    f32_avx2_rows,
+    "avx2,fma",
+    f32,
+    8,
+    6,
+    _mm256_setzero_ps,
+    _mm256_loadu_ps,
+    _mm256_storeu_ps,
+    _mm256_set1_ps,
+    _mm256_fmadd_ps,
+    _mm256_mul_ps
+);
+row_kernel!(
+    f64_avx2_rows,
+    "avx2,fma",
+    f64,
+    4,
+    6,
+    _mm256_setzero_pd,
+    _mm256_loadu_pd,
+    _mm256_storeu_pd,
+    _mm256_set1_pd,
+    _mm256_fmadd_pd,
+    _mm256_mul_pd
+);
+
+/// [`F32_AVX512`] reading B in place.
+pub(super) const F32_AVX512_ROWS: RowKernel<f32> = RowKernel {
+    tile: F32_AVX512,
+    run: f32_avx512_rows,
+};
+/// [`F64_AVX512`] reading B in place.
+pub(super) const F64_AVX512_ROWS: RowKernel<f64> = RowKernel {
+    tile: F64_AVX512,
+    run: f64_avx512_rows,
+};
+/// [`F32_AVX2`] reading B in place.
+pub(super) const F32_AVX2_ROWS: RowKernel<f32> = RowKernel {
+    tile: F32_AVX2,
+    run: f32_avx2_rows,
+};
+/// [`F64_AVX2`] reading B in place.
+pub(super) const F64_AVX2_ROWS: RowKernel<f64> = RowKernel {
+    tile: F64_AVX2,
+    run: f64_avx2_rows,
 };

@@ -24,6 +24,7 @@
 //! unit stride and no padding reads the input in place.
 
 mod chunked;
+mod direct;
 mod patches;
 mod per_image;
 mod pool;

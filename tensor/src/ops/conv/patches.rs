@@ -49,6 +49,16 @@ impl<T: Element> Padded<T> {
         Padded { data, hp, wp }
     }
 
+    /// The padded images, `[images, C_in, Hp, Wp]` row-major.
+    pub(super) fn as_slice(&self) -> &[T] {
+        &self.data
+    }
+
+    /// The padded height and width (Hp, Wp).
+    pub(super) fn size(&self) -> (usize, usize) {
+        (self.hp, self.wp)
+    }
+
     /// A zeroed padded buffer for `images` images (col2im's target).
     pub(super) fn zeros(geo: &Geometry, images: usize) -> Self {
         let (hp, wp) = padded_size(geo);

@@ -6,6 +6,7 @@
 //! in [`WEIGHT_GRAD_GROUPS`](super::WEIGHT_GRAD_GROUPS) fixed groups, then the
 //! groups in order, so every result is the same bits whatever the thread count.
 
+use super::direct;
 use super::patches::{col2im, taps, Padded, Patches, PatchesT};
 use super::{Geometry, WEIGHT_GRAD_GROUPS};
 use crate::element::Element;
@@ -50,6 +51,16 @@ pub(super) fn forward<T: Element>(
     let taps = taps(geo);
     let (k, p, cog) = (geo.k(), geo.p(), geo.cout_g());
     let across = geo.across_images();
+    // Patches read in place (one image a thread, so only when the images split
+    // across the threads or there is one thread), the weights packed once.
+    let in_place = direct::row_kernel::<T>(geo)
+        .filter(|_| !geo.pointwise() && (across || parallel::threads() == 1))
+        .map(|rk| {
+            let packed: Vec<_> = (0..geo.groups())
+                .map(|g| direct::PackedWeights::new(geo, ws, g, &rk))
+                .collect();
+            (rk, packed)
+        });
     parallel::for_each_chunk_if(out, geo.out_image(), across, |start, region| {
         let img = start / geo.out_image();
         let x = &xs[img * geo.in_image()..(img + 1) * geo.in_image()];
@@ -58,12 +69,15 @@ pub(super) fn forward<T: Element>(
             // A = W_g (C_out/g × K), given transposed.
             let w_t = block(ws, g * cog * k, cog, k, true);
             let dst = &mut region[g * cog * p..(g + 1) * cog * p];
-            match &padded {
-                None => {
+            match (&padded, &in_place) {
+                (None, _) => {
                     let b = block(x, g * k * p, k, p, false);
                     gemm::gemm(T::ONE, &w_t, &b, T::ZERO, dst, p, !across);
                 }
-                Some(x) => {
+                (Some(x), Some((rk, packed))) => {
+                    direct::forward_image(rk, geo, &taps, &packed[g], x, g, dst);
+                }
+                (Some(x), None) => {
                     let b = Patches {
                         geo,
                         taps: &taps,
