@@ -25,6 +25,7 @@
 //! same bits on and above the diagonal.
 
 mod buffer;
+mod gather;
 mod pack;
 mod portable;
 mod rows;
@@ -32,8 +33,9 @@ mod rows;
 mod simd;
 mod transpose;
 
+pub use gather::GatherKernel;
 pub use pack::{PanelSource, Strided};
-pub use rows::{RowKernel, RowOffsets};
+pub use rows::{Offsets, RowKernel};
 #[cfg(target_arch = "x86_64")]
 pub(crate) use transpose::transpose8_f32;
 pub use transpose::{pack_transposed, pack_transposed_rows};
@@ -90,6 +92,9 @@ pub trait Scalar:
     /// The twin of [`Scalar::kernel`] that reads B in place, if it has one (the
     /// SIMD kernels do, the portable one does not).
     fn row_kernel() -> Option<RowKernel<Self>>;
+    /// The twin of [`Scalar::kernel`] that reads A in place, if it has one (the
+    /// SIMD kernels do, the portable one does not).
+    fn gather_kernel() -> Option<GatherKernel<Self>>;
     /// `a·b + c` rounded once.
     fn fused_mul_add(a: Self, b: Self, c: Self) -> Self;
     /// The kernels' epilogue for one element: `α·acc` when β = 0 (`old` unread),
@@ -107,7 +112,8 @@ pub trait Scalar:
 }
 
 macro_rules! scalar_impl {
-    ($t:ty, $avx512:ident, $avx2:ident, $avx512_rows:ident, $avx2_rows:ident) => {
+    ($t:ty, $avx512:ident, $avx2:ident, $avx512_rows:ident, $avx2_rows:ident,
+     $avx512_gather:ident, $avx2_gather:ident) => {
         impl Scalar for $t {
             const ZERO: $t = 0.0;
             const ONE: $t = 1.0;
@@ -150,14 +156,41 @@ macro_rules! scalar_impl {
                 }
                 None
             }
+            fn gather_kernel() -> Option<GatherKernel<$t>> {
+                #[cfg(target_arch = "x86_64")]
+                {
+                    match Self::kernel().name {
+                        "avx512" => return Some(simd::$avx512_gather),
+                        "avx2" => return Some(simd::$avx2_gather),
+                        _ => {}
+                    }
+                }
+                None
+            }
             fn fused_mul_add(a: $t, b: $t, c: $t) -> $t {
                 a.mul_add(b, c)
             }
         }
     };
 }
-scalar_impl!(f32, F32_AVX512, F32_AVX2, F32_AVX512_ROWS, F32_AVX2_ROWS);
-scalar_impl!(f64, F64_AVX512, F64_AVX2, F64_AVX512_ROWS, F64_AVX2_ROWS);
+scalar_impl!(
+    f32,
+    F32_AVX512,
+    F32_AVX2,
+    F32_AVX512_ROWS,
+    F32_AVX2_ROWS,
+    F32_AVX512_GATHER,
+    F32_AVX2_GATHER
+);
+scalar_impl!(
+    f64,
+    F64_AVX512,
+    F64_AVX2,
+    F64_AVX512_ROWS,
+    F64_AVX2_ROWS,
+    F64_AVX512_GATHER,
+    F64_AVX2_GATHER
+);
 
 /// Rows of C per block of a task: the packed A block (`MC × KC`) stays in L2.
 const MC: usize = 192;

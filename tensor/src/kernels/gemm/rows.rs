@@ -17,20 +17,43 @@ pub struct RowKernel<T> {
     pub(super) run: unsafe fn(usize, *const T, *const usize, [*const T; 2], *mut T, usize, T, T),
 }
 
-/// The depth rows' offsets of a B read in place, with the largest kept so that a
-/// kernel call checks its reads in constant time.
-pub struct RowOffsets<'a> {
+/// Offsets into an operand read in place (a B's depth rows, an A's rows or
+/// columns), with the largest kept so that a kernel call checks its reads in
+/// constant time.
+pub struct Offsets<'a> {
     offs: &'a [usize],
     max: usize,
 }
 
-impl<'a> RowOffsets<'a> {
+impl<'a> Offsets<'a> {
     /// The offsets `offs` (one per depth row).
     pub fn new(offs: &'a [usize]) -> Self {
-        RowOffsets {
+        Offsets {
             offs,
             max: offs.iter().copied().max().unwrap_or(0),
         }
+    }
+}
+
+impl Offsets<'_> {
+    /// How many offsets.
+    pub fn len(&self) -> usize {
+        self.offs.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.offs.is_empty()
+    }
+
+    /// The largest offset (0 when there are none).
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// The offsets' first element, for a kernel.
+    pub(super) fn as_ptr(&self) -> *const usize {
+        self.offs.as_ptr()
     }
 }
 
@@ -54,7 +77,7 @@ impl<T: Scalar> RowKernel<T> {
         &self,
         kc: usize,
         a: &[T],
-        offs: &RowOffsets<'_>,
+        offs: &Offsets<'_>,
         data: &[T],
         starts: [usize; 2],
         rows: usize,
@@ -117,13 +140,13 @@ impl<T: Scalar> RowKernel<T> {
 }
 
 #[cfg(all(test, target_arch = "x86_64"))]
-mod tests {
+pub(super) mod tests {
     use super::super::{simd, MicroKernel, Scalar};
-    use super::{RowKernel, RowOffsets};
+    use super::{Offsets, RowKernel};
     use proptest::prelude::*;
 
-    /// The row kernels this CPU runs, each with the data type's values.
-    fn pairs<T: Scalar>(all: [(RowKernel<T>, &str); 2]) -> Vec<RowKernel<T>> {
+    /// The kernels of `all` whose features (`"avx512f"` or `"avx2"`) this CPU has.
+    pub(in super::super) fn runnable<K>(all: [(K, &str); 2]) -> Vec<K> {
         all.into_iter()
             .filter(|(_, f)| match *f {
                 "avx512f" => std::arch::is_x86_feature_detected!("avx512f"),
@@ -201,7 +224,7 @@ mod tests {
             rk.run(
                 kc,
                 &a,
-                &RowOffsets::new(&offs),
+                &Offsets::new(&offs),
                 &data,
                 starts,
                 rows,
@@ -225,8 +248,8 @@ mod tests {
             seed in 0u64..1000,
             beta_on in any::<bool>(),
         ) {
-            let f32s = pairs([(simd::F32_AVX512_ROWS, "avx512f"), (simd::F32_AVX2_ROWS, "avx2")]);
-            let f64s = pairs([(simd::F64_AVX512_ROWS, "avx512f"), (simd::F64_AVX2_ROWS, "avx2")]);
+            let f32s = runnable([(simd::F32_AVX512_ROWS, "avx512f"), (simd::F32_AVX2_ROWS, "avx2")]);
+            let f64s = runnable([(simd::F64_AVX512_ROWS, "avx512f"), (simd::F64_AVX2_ROWS, "avx2")]);
             check::<f32>(f32s, kc, rows_cut, seed, beta_on)?;
             check::<f64>(f64s, kc, rows_cut, seed, beta_on)?;
         }
@@ -247,7 +270,7 @@ mod tests {
         rk.run(
             4,
             &a,
-            &RowOffsets::new(&offs),
+            &Offsets::new(&offs),
             &data,
             [0, 0],
             rk.tile.mr,

@@ -1,17 +1,26 @@
-//! The forward of a convolution with unit stride along the width, its patches read
-//! where they lie. Row r of the patch matrix, at output positions `(oy, ox..ox+l)`,
-//! is the run of the padded image at `taps[r] + oy·sh·Wp + ox`: a GEMM with a
-//! [`RowKernel`] reads those runs in place instead of copying each value into a
-//! packed panel, which for a 64 → 64 3×3 convolution on 32×32 images was a sixth of
-//! the forward's time. The weights are packed once per convolution, as the GEMM
-//! packs A, and the depth is cut into the GEMM's blocks, so every output element is
-//! the same chain as through the packed path: the same bits.
+//! Convolutions whose patches are read where they lie in the padded image rather
+//! than packed into GEMM panels (which copies every value of the patch matrix,
+//! nine times the image at 3×3, once per image).
+//!
+//! The forward, with unit stride along the width: row r of the patch matrix, at
+//! output positions `(oy, ox..ox+l)`, is the run of the padded image at
+//! `taps[r] + oy·sh·Wp + ox`, which a [`RowKernel`] reads in place (for a 64 → 64
+//! 3×3 convolution on 32×32 images the packing was a sixth of the forward). The
+//! weights are packed once per convolution, as the GEMM packs A.
+//!
+//! The weight gradient, any geometry: `dWᵀ = patches · gyᵀ`, the patch value at
+//! (r, q) being the padded image at `taps[r] + position[q]`, which a
+//! [`GatherKernel`] reads in place; only gy is packed.
+//!
+//! Either way the depth is cut into the GEMM's blocks and each kernel is its packed
+//! twin, so every element is the same chain as through the packed path: the same
+//! bits.
 
 use super::patches::Padded;
 use super::per_image::block;
 use super::Geometry;
 use crate::element::Element;
-use crate::kernels::gemm::{depth_blocks, PanelSource, RowKernel, RowOffsets};
+use crate::kernels::gemm::{depth_blocks, GatherKernel, Offsets, PanelSource, RowKernel};
 use crate::storage::Scratch;
 
 /// The kernel a convolution's forward can run with in place, if any: the CPU's
@@ -79,7 +88,7 @@ pub(super) fn forward_image<T: Element>(
     let (kblocks, kstep) = depth_blocks::<T>(k);
     for kb in 0..kblocks {
         let (k0, kc) = (kb * kstep, kstep.min(k - kb * kstep));
-        let offs = RowOffsets::new(&taps[k0..k0 + kc]);
+        let offs = Offsets::new(&taps[k0..k0 + kc]);
         let beta = if kb == 0 { T::ZERO } else { T::ONE };
         for q in (0..p).step_by(nr) {
             let starts = [start(q), start(q + lanes)];
@@ -93,9 +102,76 @@ pub(super) fn forward_image<T: Element>(
     }
 }
 
+/// Where each output position of an image reads tap offset 0 in its padded image:
+/// `oy·sh·Wp + ox·sw`.
+pub(super) fn positions(geo: &Geometry, wp: usize) -> Vec<usize> {
+    let (sh, sw) = geo.spec.stride;
+    (0..geo.p())
+        .map(|q| (q / geo.wo) * sh * wp + (q % geo.wo) * sw)
+        .collect()
+}
+
+/// `dst ← patches_g · gy_gᵀ + β·dst` for one padded image `x` and its output
+/// gradient `gy` (`[C_out, P]`): `dst` is group g's `dWᵀ`, `K × C_out/g`
+/// row-major. B (gy's transpose) is packed per depth block, panel by panel; A is
+/// read in place.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn weight_grad_image<T: Element>(
+    gk: &GatherKernel<T>,
+    geo: &Geometry,
+    taps: &[usize],
+    positions: &[usize],
+    x: &Padded<T>,
+    gy: &[T],
+    g: usize,
+    beta: T,
+    dst: &mut [T],
+) {
+    let (k, p, cog) = (geo.k(), geo.p(), geo.cout_g());
+    let (mr, nr) = (gk.tile.mr, gk.tile.nr);
+    let (hp, wp) = x.size();
+    let group_base = g * geo.cin_g() * hp * wp;
+    let gy_t = block(gy, g * cog * p, cog, p, true);
+    let (kblocks, kstep) = depth_blocks::<T>(p);
+    let mut panel = Scratch::new(kstep * nr, T::zero());
+    let mut rows = [0usize; 8];
+    for kb in 0..kblocks {
+        let (p0, kc) = (kb * kstep, kstep.min(p - kb * kstep));
+        let cols = Offsets::new(&positions[p0..p0 + kc]);
+        let beta = if kb == 0 { beta } else { T::ONE };
+        for jp in 0..cog.div_ceil(nr) {
+            let b = &mut panel[..kc * nr];
+            gy_t.pack(p0, kc, jp * nr, nr, b);
+            let width = nr.min(cog - jp * nr);
+            for ip in 0..k.div_ceil(mr) {
+                let height = mr.min(k - ip * mr);
+                // A cut tile repeats its last row (computed, not stored).
+                for (i, r) in rows[..mr].iter_mut().enumerate() {
+                    *r = group_base + taps[ip * mr + i.min(height - 1)];
+                }
+                let c = &mut dst[ip * mr * cog + jp * nr..];
+                let rows = Offsets::new(&rows[..mr]);
+                let tile = (height, width);
+                gk.run(
+                    kc,
+                    x.as_slice(),
+                    &rows,
+                    &cols,
+                    b,
+                    tile,
+                    c,
+                    cog,
+                    T::ONE,
+                    beta,
+                );
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::patches::{taps, Patches};
+    use super::super::patches::{taps, Patches, PatchesT};
     use super::*;
     use crate::kernels::gemm::{self, Scalar};
     use crate::ops::conv::Conv2dSpec;
@@ -186,6 +262,90 @@ mod tests {
             }
             if let Some((d, p)) = both::<f64>(channels, kernel, spec, out64, seed) {
                 prop_assert!(d == p, "f64 {spec:?} {channels:?} {kernel:?}");
+            }
+        }
+    }
+
+    /// One image's weight gradient with the patches read in place and packed
+    /// (`dW_g` of each group, `[C_out, K]`), for any stride and dilation.
+    fn weight_grads<T: Element>(
+        (cin, cout_g, groups): (usize, usize, usize),
+        (kh, kw): (usize, usize),
+        spec: Conv2dSpec,
+        (h, w): (usize, usize),
+        seed: u64,
+    ) -> Option<(Vec<T>, Vec<T>)> {
+        let (cin, cout) = (cin * groups, cout_g * groups);
+        let geo =
+            Geometry::new("test", &[1, cin, h, w], &[cout, cin / groups, kh, kw], spec).ok()?;
+        let gk = T::gather_kernel()?;
+        let mut rng = Rng::new(seed);
+        let x = Tensor::<T>::rand_normal(&[cin * h * w], 0.0, 1.0, &mut rng)
+            .unwrap()
+            .to_vec();
+        let gy = Tensor::<T>::rand_normal(&[cout * geo.p()], 0.0, 1.0, &mut rng)
+            .unwrap()
+            .to_vec();
+        let padded = Padded::new(&geo, &x, 1);
+        let taps = taps(&geo);
+        let (k, p) = (geo.k(), geo.p());
+        let positions = positions(&geo, padded.size().1);
+        let mut in_place = vec![T::zero(); cout * k];
+        let mut packed = vec![T::zero(); cout * k];
+        for g in 0..groups {
+            let mut dst_t = vec![T::zero(); k * cout_g];
+            weight_grad_image(
+                &gk,
+                &geo,
+                &taps,
+                &positions,
+                &padded,
+                &gy,
+                g,
+                T::ZERO,
+                &mut dst_t,
+            );
+            for co in 0..cout_g {
+                for r in 0..k {
+                    in_place[(g * cout_g + co) * k + r] = dst_t[r * cout_g + co];
+                }
+            }
+            let gy_t = block(&gy, g * cout_g * p, cout_g, p, true);
+            let b = PatchesT(Patches {
+                geo: &geo,
+                taps: &taps,
+                x: &padded,
+                g,
+                q0: 0,
+                q1: p,
+            });
+            let dst = &mut packed[g * cout_g * k..(g + 1) * cout_g * k];
+            gemm::gemm(T::ONE, &gy_t, &b, T::ZERO, dst, k, false);
+        }
+        Some((in_place, packed))
+    }
+
+    proptest! {
+        /// The weight gradient with the patches read in place gives the packed
+        /// path's bits, in f32 and f64, at any stride, dilation, padding and
+        /// grouping, with channel counts that cut tiles and depths (positions) of
+        /// one to several blocks.
+        #[test]
+        fn in_place_weight_gradients_give_the_packed_bits(
+            channels in (1usize..12, 1usize..40, 1usize..3),
+            kernel in (1usize..4, 1usize..4),
+            stride in (1usize..3, 1usize..3),
+            padding in (0usize..2, 0usize..2),
+            dilation in (1usize..3, 1usize..3),
+            size in (4usize..40, 4usize..40),
+            seed in 0u64..1000,
+        ) {
+            let spec = Conv2dSpec { stride, padding, dilation, groups: channels.2 };
+            if let Some((i, p)) = weight_grads::<f32>(channels, kernel, spec, size, seed) {
+                prop_assert!(i == p, "f32 {spec:?} {channels:?} {kernel:?} {size:?}");
+            }
+            if let Some((i, p)) = weight_grads::<f64>(channels, kernel, spec, size, seed) {
+                prop_assert!(i == p, "f64 {spec:?} {channels:?} {kernel:?} {size:?}");
             }
         }
     }

@@ -141,9 +141,17 @@ pub(super) fn weight_grad<T: Element>(geo: &Geometry, gs: &[T], xs: &[T]) -> Vec
         return vec![T::zero(); geo.cout * k];
     }
     let across = parts > 1 && geo.work() >= super::PAR_CONV_WORK;
+    // Patches read in place (one part a thread, so only when the parts split
+    // across the threads or there is one thread).
+    let in_place = T::gather_kernel()
+        .filter(|_| !geo.pointwise() && geo.p() > 0 && geo.k() > 0)
+        .filter(|_| across || parallel::threads() == 1);
     let partials = parallel::map_collect(parts, if across { usize::MAX } else { 0 }, |part| {
-        let mut acc = Scratch::new(geo.cout * k, T::zero());
         let first = part * per;
+        if let Some(gk) = &in_place {
+            return weight_grad_in_place(gk, geo, &taps, first..geo.n.min(first + per), gs, xs);
+        }
+        let mut acc = Scratch::new(geo.cout * k, T::zero());
         for img in first..geo.n.min(first + per) {
             let x = &xs[img * geo.in_image()..(img + 1) * geo.in_image()];
             let gy = &gs[img * geo.out_image()..(img + 1) * geo.out_image()];
@@ -182,4 +190,46 @@ pub(super) fn weight_grad<T: Element>(geo: &Geometry, gs: &[T], xs: &[T]) -> Vec
         }
     }
     dw
+}
+
+/// One part's `Σ_images gy_i · colᵢᵀ` (`[C_out, K]`) with the patches read in place:
+/// each group's `dWᵀ` summed over the images in order, then transposed.
+fn weight_grad_in_place<T: Element>(
+    gk: &gemm::GatherKernel<T>,
+    geo: &Geometry,
+    taps: &[usize],
+    images: std::ops::Range<usize>,
+    gs: &[T],
+    xs: &[T],
+) -> Scratch<T> {
+    let (k, cog) = (geo.k(), geo.cout_g());
+    let mut acc_t = Scratch::new(geo.cout * k, T::zero());
+    let mut positions = Vec::new();
+    let first = images.start;
+    for img in images {
+        let x = &xs[img * geo.in_image()..(img + 1) * geo.in_image()];
+        let gy = &gs[img * geo.out_image()..(img + 1) * geo.out_image()];
+        let padded = Padded::new(geo, x, 1);
+        if positions.is_empty() {
+            positions = direct::positions(geo, padded.size().1);
+        }
+        let beta = if img == first { T::ZERO } else { T::ONE };
+        for g in 0..geo.groups() {
+            let dst = &mut acc_t[g * k * cog..(g + 1) * k * cog];
+            direct::weight_grad_image(gk, geo, taps, &positions, &padded, gy, g, beta, dst);
+        }
+    }
+    let mut acc = Scratch::new(geo.cout * k, T::zero());
+    for g in 0..geo.groups() {
+        let group_t = &acc_t[g * k * cog..(g + 1) * k * cog];
+        for (co, row) in acc[g * cog * k..(g + 1) * cog * k]
+            .chunks_exact_mut(k)
+            .enumerate()
+        {
+            for (r, v) in row.iter_mut().enumerate() {
+                *v = group_t[r * cog + co];
+            }
+        }
+    }
+    acc
 }
