@@ -6,6 +6,7 @@
 //! image too large for the budget into *tiles* of positions. Every split depends
 //! on the shapes alone, so the results do not depend on the thread count.
 
+use super::direct;
 use super::patches::{col2im, taps, Padded, Patches, PatchesT};
 use super::per_image::block;
 use super::{Geometry, PAR_CONV_WORK};
@@ -151,8 +152,11 @@ pub(super) fn weight_grad<T: Element>(geo: &Geometry, gs: &[T], xs: &[T]) -> Vec
     if geo.n == 0 {
         return vec![T::zero(); geo.cout * k];
     }
-    // Every group's block is written by its first product (β = 0).
+    // Every group's block is written by its first product (β = 0). With the
+    // patches read in place the products give dWᵀ, transposed at the end.
+    let in_place = direct::gather_kernel::<T>(geo);
     let mut dw = storage::scratch(geo.cout * k, T::zero());
+    let mut dw_t = in_place.map(|_| Scratch::new(geo.cout * k, T::zero()));
     let mut first = vec![true; geo.groups()];
     for (img0, imgs) in chunks(geo) {
         let x = Padded::new(
@@ -161,10 +165,34 @@ pub(super) fn weight_grad<T: Element>(geo: &Geometry, gs: &[T], xs: &[T]) -> Vec
             imgs,
         );
         let gy = &gs[img0 * geo.out_image()..(img0 + imgs) * geo.out_image()];
+        // With the patches in place, each of the chunk's positions' tap-0 offset
+        // in the padded chunk.
+        let (hp, wp) = x.size();
+        let image = direct::positions(geo, wp);
+        let positions: Vec<usize> = match in_place {
+            Some(_) => (0..imgs * geo.p())
+                .map(|q| (q / geo.p()) * geo.cin * hp * wp + image[q % geo.p()])
+                .collect(),
+            None => Vec::new(),
+        };
         for g in 0..geo.groups() {
             for (q0, q1) in tiles(geo, imgs) {
                 let gathered = gather_positions(geo, gy, g * cog, cog, q0, q1);
                 let gy_t = block(&gathered, 0, cog, q1 - q0, true);
+                let beta = if std::mem::take(&mut first[g]) {
+                    T::ZERO
+                } else {
+                    T::ONE
+                };
+                if let (Some(gk), Some(dw_t)) = (&in_place, dw_t.as_deref_mut()) {
+                    let dst = &mut dw_t[g * k * cog..(g + 1) * k * cog];
+                    let parallel = k * cog * (q1 - q0) >= gemm::PAR_WORK;
+                    let pos = &positions[q0..q1];
+                    direct::weight_grad_in_place(
+                        gk, geo, &taps, pos, &x, &gy_t, g, beta, dst, parallel,
+                    );
+                    continue;
+                }
                 let b = PatchesT(Patches {
                     geo,
                     taps: &taps,
@@ -173,15 +201,13 @@ pub(super) fn weight_grad<T: Element>(geo: &Geometry, gs: &[T], xs: &[T]) -> Vec
                     q0,
                     q1,
                 });
-                let beta = if std::mem::take(&mut first[g]) {
-                    T::ZERO
-                } else {
-                    T::ONE
-                };
                 let dst = &mut dw[g * cog * k..(g + 1) * cog * k];
                 gemm::gemm(T::ONE, &gy_t, &b, beta, dst, k, true);
             }
         }
+    }
+    if let Some(dw_t) = &dw_t {
+        direct::untranspose(geo, dw_t, &mut dw);
     }
     dw
 }

@@ -143,9 +143,8 @@ pub(super) fn weight_grad<T: Element>(geo: &Geometry, gs: &[T], xs: &[T]) -> Vec
     let across = parts > 1 && geo.work() >= super::PAR_CONV_WORK;
     // Patches read in place (one part a thread, so only when the parts split
     // across the threads or there is one thread).
-    let in_place = T::gather_kernel()
-        .filter(|_| !geo.pointwise() && geo.p() > 0 && geo.k() > 0)
-        .filter(|_| across || parallel::threads() == 1);
+    let in_place = direct::gather_kernel::<T>(geo)
+        .filter(|_| !geo.pointwise() && (across || parallel::threads() == 1));
     let partials = parallel::map_collect(parts, if across { usize::MAX } else { 0 }, |part| {
         let first = part * per;
         if let Some(gk) = &in_place {
@@ -202,7 +201,7 @@ fn weight_grad_in_place<T: Element>(
     gs: &[T],
     xs: &[T],
 ) -> Scratch<T> {
-    let (k, cog) = (geo.k(), geo.cout_g());
+    let (k, p, cog) = (geo.k(), geo.p(), geo.cout_g());
     let mut acc_t = Scratch::new(geo.cout * k, T::zero());
     let mut positions = Vec::new();
     let first = images.start;
@@ -215,21 +214,13 @@ fn weight_grad_in_place<T: Element>(
         }
         let beta = if img == first { T::ZERO } else { T::ONE };
         for g in 0..geo.groups() {
+            let gy_t = block(gy, g * cog * p, cog, p, true);
             let dst = &mut acc_t[g * k * cog..(g + 1) * k * cog];
-            direct::weight_grad_image(gk, geo, taps, &positions, &padded, gy, g, beta, dst);
+            let (pos, x) = (&positions, &padded);
+            direct::weight_grad_in_place(gk, geo, taps, pos, x, &gy_t, g, beta, dst, false);
         }
     }
     let mut acc = Scratch::new(geo.cout * k, T::zero());
-    for g in 0..geo.groups() {
-        let group_t = &acc_t[g * k * cog..(g + 1) * k * cog];
-        for (co, row) in acc[g * cog * k..(g + 1) * cog * k]
-            .chunks_exact_mut(k)
-            .enumerate()
-        {
-            for (r, v) in row.iter_mut().enumerate() {
-                *v = group_t[r * cog + co];
-            }
-        }
-    }
+    direct::untranspose(geo, &acc_t, &mut acc);
     acc
 }
