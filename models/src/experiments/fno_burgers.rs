@@ -175,7 +175,7 @@ enum Training {
     /// A gradient optimiser over the whole network.
     Gradient(Box<dyn Optimizer<f32>>),
     /// An optimiser over the backbone with a closed-form last layer.
-    Closed(ClosedFormTrainer<f32>),
+    Closed(Box<ClosedFormTrainer<f32>>),
 }
 
 /// What one run produced.
@@ -278,12 +278,12 @@ pub fn train_arm(
             Method::Ridge(_) => HeadRule::Ridge { beta: reg },
             _ => HeadRule::Proximal { lambda: reg },
         };
-        Training::Closed(ClosedFormTrainer {
+        Training::Closed(Box::new(ClosedFormTrainer {
             head: ClosedFormHead::new(s.fno.projection, 1, true, rule, SolveForm::Auto)?,
             optimizer,
             order: Order::BackboneFirst,
             buffers: Vec::new(),
-        })
+        }))
     } else {
         Training::Gradient(optimizer)
     };

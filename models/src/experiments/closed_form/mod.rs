@@ -115,7 +115,7 @@ enum Training {
     /// A gradient optimiser over the whole network.
     Gradient(Box<dyn Optimizer<f64>>),
     /// A backbone optimiser with a closed-form head.
-    Closed(ClosedFormTrainer<f64>),
+    Closed(Box<ClosedFormTrainer<f64>>),
 }
 
 /// Trains one arm and returns (final test metric, seconds) and the trained model's
@@ -175,12 +175,12 @@ pub fn run_arm(
         } else {
             HeadRule::Proximal { lambda: s.lambda }
         };
-        Training::Closed(ClosedFormTrainer {
+        Training::Closed(Box::new(ClosedFormTrainer {
             head: ClosedFormHead::new(d, k, true, rule, SolveForm::Auto)?,
             optimizer,
             order: Order::BackboneFirst,
             buffers: Vec::new(),
-        })
+        }))
     } else {
         Training::Gradient(optimizer)
     };

@@ -4,7 +4,8 @@
 //! into *chunks* of consecutive images whose patch matrix fits
 //! [`COL_BUDGET`](super::COL_BUDGET), so every GEMM has a wide dimension, and an
 //! image too large for the budget into *tiles* of positions. Every split depends
-//! on the shapes alone, so the results do not depend on the thread count.
+//! on the shapes alone, so the results do not depend on the thread count. The
+//! weight gradient reads its patches in place where [`direct`] can.
 
 use super::direct;
 use super::patches::{col2im, taps, Padded, Patches, PatchesT};

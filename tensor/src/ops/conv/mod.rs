@@ -21,7 +21,10 @@
 //! Every split depends only on the shapes, never on the thread count, and the GEMM
 //! gives an output element the same operations whatever tile or task it is in, so
 //! results are bitwise identical for any number of threads. A 1×1 convolution with
-//! unit stride and no padding reads the input in place.
+//! unit stride and no padding reads the input in place. With a SIMD kernel, the
+//! forward of an image with unit stride along the width, and the weight gradient of
+//! up to 256 output channels a group, read the patches where they lie in the padded
+//! images instead of packing them (`direct`), with the packed path's bits.
 
 mod chunked;
 mod direct;

@@ -1,7 +1,8 @@
 //! Convolutions of images large enough to be lowered one at a time (at least
 //! [`IMAGE_POSITIONS`](super::IMAGE_POSITIONS) output positions): each image's
 //! product is one GEMM whose patch-matrix operand is packed straight from the
-//! image ([`Patches`], [`PatchesT`]), so the patch matrix is never written out.
+//! image ([`Patches`], [`PatchesT`]), so the patch matrix is never written out —
+//! or, where a SIMD kernel can, read in place from the padded image ([`direct`]).
 //! The batch splits across threads by images; the weight gradient sums the images
 //! in [`WEIGHT_GRAD_GROUPS`](super::WEIGHT_GRAD_GROUPS) fixed groups, then the
 //! groups in order, so every result is the same bits whatever the thread count.
@@ -148,7 +149,7 @@ pub(super) fn weight_grad<T: Element>(geo: &Geometry, gs: &[T], xs: &[T]) -> Vec
     let partials = parallel::map_collect(parts, if across { usize::MAX } else { 0 }, |part| {
         let first = part * per;
         if let Some(gk) = &in_place {
-            return weight_grad_in_place(gk, geo, &taps, first..geo.n.min(first + per), gs, xs);
+            return part_in_place(gk, geo, &taps, first..geo.n.min(first + per), gs, xs);
         }
         let mut acc = Scratch::new(geo.cout * k, T::zero());
         for img in first..geo.n.min(first + per) {
@@ -193,7 +194,7 @@ pub(super) fn weight_grad<T: Element>(geo: &Geometry, gs: &[T], xs: &[T]) -> Vec
 
 /// One part's `Σ_images gy_i · colᵢᵀ` (`[C_out, K]`) with the patches read in place:
 /// each group's `dWᵀ` summed over the images in order, then transposed.
-fn weight_grad_in_place<T: Element>(
+fn part_in_place<T: Element>(
     gk: &gemm::GatherKernel<T>,
     geo: &Geometry,
     taps: &[usize],
