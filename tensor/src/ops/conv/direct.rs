@@ -8,7 +8,8 @@
 //! 3×3 convolution on 32×32 images the packing was a sixth of the forward). The
 //! weights are packed once per convolution, as the GEMM packs A.
 //!
-//! The weight gradient, any geometry: `dWᵀ = patches · gyᵀ`, the patch value at
+//! The weight gradient, any geometry up to 256 output channels a group:
+//! `dWᵀ = patches · gyᵀ`, the patch value at
 //! (r, q) being the padded image at `taps[r] + position[q]`, which a
 //! [`GatherKernel`] reads in place; only gy is packed.
 //!
@@ -133,8 +134,9 @@ pub(super) fn positions(geo: &Geometry, wp: usize) -> Vec<usize> {
 /// padded images `x` are `positions` (the depth), `gy_t` being gy at those
 /// positions as a `positions × C_out/g` operand: `dst` is group g's `dWᵀ`,
 /// `K × C_out/g` row-major. B (gy's transpose) is packed per depth block; A is read
-/// in place, in blocks of [`A_BLOCK`] tiles. With `parallel`, the rows of `dst` (the taps) split
-/// across the threads in whole panels (the result does not depend on it).
+/// in place, in blocks of [`A_BLOCK`] tiles. With `parallel`, the rows of `dst`
+/// (the taps) split across the threads in whole panels (the result does not depend
+/// on it).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn weight_grad_in_place<T: Element>(
     gk: &GatherKernel<T>,
