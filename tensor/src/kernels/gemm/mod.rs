@@ -111,6 +111,17 @@ pub trait Scalar:
     }
 }
 
+/// The twin (of two) of the kernel named `chosen`: the chosen kernel's name says
+/// which features were detected; the portable kernel has no twin.
+#[cfg(target_arch = "x86_64")]
+fn simd_twin<K>(chosen: &str, avx512: K, avx2: K) -> Option<K> {
+    match chosen {
+        "avx512" => Some(avx512),
+        "avx2" => Some(avx2),
+        _ => None,
+    }
+}
+
 macro_rules! scalar_impl {
     ($t:ty, $avx512:ident, $avx2:ident, $avx512_rows:ident, $avx2_rows:ident,
      $avx512_gather:ident, $avx2_gather:ident) => {
@@ -146,25 +157,18 @@ macro_rules! scalar_impl {
             }
             fn row_kernel() -> Option<RowKernel<$t>> {
                 #[cfg(target_arch = "x86_64")]
-                {
-                    // The chosen kernel's name says its features were detected.
-                    match Self::kernel().name {
-                        "avx512" => return Some(simd::$avx512_rows),
-                        "avx2" => return Some(simd::$avx2_rows),
-                        _ => {}
-                    }
-                }
+                return simd_twin(Self::kernel().name, simd::$avx512_rows, simd::$avx2_rows);
+                #[cfg(not(target_arch = "x86_64"))]
                 None
             }
             fn gather_kernel() -> Option<GatherKernel<$t>> {
                 #[cfg(target_arch = "x86_64")]
-                {
-                    match Self::kernel().name {
-                        "avx512" => return Some(simd::$avx512_gather),
-                        "avx2" => return Some(simd::$avx2_gather),
-                        _ => {}
-                    }
-                }
+                return simd_twin(
+                    Self::kernel().name,
+                    simd::$avx512_gather,
+                    simd::$avx2_gather,
+                );
+                #[cfg(not(target_arch = "x86_64"))]
                 None
             }
             fn fused_mul_add(a: $t, b: $t, c: $t) -> $t {
