@@ -377,7 +377,7 @@ mod tests {
         compare("sigmoid", avx2::sigmoid, portable::sigmoid);
         compare("softplus", avx2::softplus, portable::softplus);
         // gelu's contract is 2e-7 absolute + 1e-6 relative against f64 for each
-        // path (see the tail test in tests/elementwise.rs), so the two paths agree
+        // path (see the tail test in tests/suite/elementwise.rs), so the two paths agree
         // within twice that.
         let gelu = |x: &[f32], o: &mut [f32]| portable::gelu(x, o, crate::special::erfc_fast);
         compare_within("gelu", avx2::gelu, gelu, 4e-7, 2e-6);

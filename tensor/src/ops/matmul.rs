@@ -6,7 +6,7 @@
 //! the GEMM into tasks that own disjoint tiles. The inner dimension is never split,
 //! and the GEMM computes every output element with the same sequence of operations
 //! whatever tile or task it belongs to, so the result is bitwise independent of the
-//! split and hence of the thread count. `tests/reproducibility.rs` checks both
+//! split and hence of the thread count. `tests/suite/reproducibility.rs` checks both
 //! claims.
 
 use crate::element::Element;

@@ -1,6 +1,6 @@
 """Reference corpus BLEU values from sacreBLEU (default settings: 13a tokeniser,
 exp smoothing, 4-grams) for the sentence sets in `cases.txt`; writes
-`sacrebleu_reference.txt`, which models/tests/text.rs compares against.
+`sacrebleu_reference.txt`, which models/tests/suite/text.rs compares against.
 
     python -m pip install sacrebleu==2.6.0
     python sacrebleu_reference.py

@@ -2,7 +2,7 @@
 //! both perturbation norms with momentum and weight decay, an AdamW outer step, the
 //! delayed SAM start, the U-norm's refusal of a non-positive U, and Fisher-SAM.
 
-mod common;
+use crate::common;
 
 use common::{gradient_at, quadratic_model};
 use nn::ParamStore;

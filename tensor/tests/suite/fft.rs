@@ -2,7 +2,7 @@
 //! prime ones; round trips, Parseval, linearity, Hermitian symmetry, real transforms,
 //! normalisations, axes and errors.
 
-mod common;
+use crate::common;
 
 use common::config;
 use proptest::prelude::*;

@@ -2,7 +2,7 @@
 //! learn it with SGD and with the closed-form head, every optimiser runs end to end
 //! on CIFAR-format files, runs repeat to the bit, and bad options are named.
 
-mod common;
+use crate::common;
 
 use common::{args, tmpdir};
 

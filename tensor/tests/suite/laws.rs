@@ -1,7 +1,7 @@
 //! Algebraic laws: broadcasting commutativity and associativity, transpose
 //! involution, reshape round trips, nested sums.
 
-mod common;
+use crate::common;
 
 use common::*;
 use proptest::prelude::*;

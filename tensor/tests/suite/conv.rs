@@ -3,7 +3,7 @@
 //! ⟨conv(x, w), g⟩ = ⟨x, convᵀ(g, w)⟩ = ⟨w, convᵂ(g, x)⟩; large inputs that take the
 //! tiled and multi-image lowering paths; the max-pool arg-max; errors.
 
-mod common;
+use crate::common;
 
 use common::config;
 use proptest::prelude::*;

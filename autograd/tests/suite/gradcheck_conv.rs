@@ -1,7 +1,7 @@
 //! Convolution and pooling: gradcheck and gradgradcheck over proptest-generated
 //! geometries, and the pooling ops against naive loops.
 
-mod common;
+use crate::common;
 
 use autograd::{gradcheck, gradgradcheck, GradcheckOptions, Var};
 use common::config;

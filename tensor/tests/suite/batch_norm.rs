@@ -2,7 +2,7 @@
 //! loops over `[N, C, S]`, on arbitrary batch shapes and non-contiguous inputs, the
 //! same bits at every thread count, and their errors.
 
-mod common;
+use crate::common;
 
 use common::*;
 use proptest::prelude::*;

@@ -3,7 +3,7 @@
 //! wrapped optimiser's moments) resumes bit for bit, a due refresh is done (Newton)
 //! or refused (Fisher) rather than skipped, and bad states are refused untouched.
 
-mod common;
+use crate::common;
 
 use common::{flat, tiny, Tiny};
 use nn::loss;

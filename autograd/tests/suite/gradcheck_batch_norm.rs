@@ -2,7 +2,7 @@
 //! gradgradcheck, and its fused backward against the same rule in `Var` ops (the
 //! path taken when the backward is itself recorded).
 
-mod common;
+use crate::common;
 
 use autograd::{backward, grad, gradcheck, gradgradcheck, Var};
 use common::strict;

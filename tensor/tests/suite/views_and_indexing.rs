@@ -1,6 +1,6 @@
 //! Views and indexing ops against the naive reference, on arbitrary layouts.
 
-mod common;
+use crate::common;
 
 use common::*;
 use proptest::prelude::*;

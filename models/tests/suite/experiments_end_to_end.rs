@@ -2,7 +2,7 @@
 //! cell under every header (a forgotten header fails the row check), the validation
 //! choice of fno-burgers marks one value per batch size, and bad options are named.
 
-mod common;
+use crate::common;
 
 use common::{args, tmpdir};
 use models::cli::RunConfig;

@@ -2,7 +2,7 @@
 //! shapes and layouts (non-contiguous, stepped, flipped; broadcast inputs are made
 //! inside the function).
 
-mod common;
+use crate::common;
 
 use autograd::{gradcheck, gradgradcheck, Var};
 use common::*;
@@ -155,7 +155,7 @@ fn every_recorded_op_is_named_in_a_gradcheck_test() {
     files(&root.join("src"), &mut src);
     files(&root.join("tests"), &mut tests);
     // The case tables the gradcheck tests iterate over.
-    files(&root.join("tests/common"), &mut tables);
+    files(&root.join("tests/suite/common"), &mut tables);
     let mut ops: Vec<&str> = Vec::new();
     for text in &src {
         for piece in text.split("record(").skip(1) {

@@ -1,6 +1,6 @@
 //! Element-wise ops against the naive f64 reference on arbitrary layouts.
 
-mod common;
+use crate::common;
 
 use common::*;
 use proptest::prelude::*;

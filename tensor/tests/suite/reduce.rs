@@ -1,6 +1,6 @@
 //! Reductions and row-wise ops against the naive reference, on arbitrary layouts.
 
-mod common;
+use crate::common;
 
 use common::*;
 use proptest::prelude::*;

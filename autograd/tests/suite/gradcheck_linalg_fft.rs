@@ -1,6 +1,6 @@
 //! gradcheck and gradgradcheck for the linear-algebra and FFT ops.
 
-mod common;
+use crate::common;
 
 use autograd::{gradcheck, gradgradcheck, GradcheckOptions, Var};
 use common::config;

@@ -1,7 +1,7 @@
 //! Linear algebra: reconstructions, residuals and orthogonality over random (and
 //! ill-conditioned) matrices, in f64; errors for bad input.
 
-mod common;
+use crate::common;
 
 use common::config;
 use proptest::prelude::*;

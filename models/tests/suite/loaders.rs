@@ -1,7 +1,7 @@
 //! Loaders on files the tests write: valid files load exactly; truncated or corrupt
 //! ones give errors naming the file and the problem.
 
-mod common;
+use crate::common;
 
 use common::tmpdir;
 

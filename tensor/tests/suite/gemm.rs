@@ -5,7 +5,7 @@
 //! bit; the portable kernel agrees to rounding; the upper-triangle product agrees
 //! with the full one to the bit on and above the diagonal.
 
-mod common;
+use crate::common;
 
 use common::config;
 use proptest::prelude::*;

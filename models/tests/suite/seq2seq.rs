@@ -2,7 +2,7 @@
 //! (BLEU far above an untrained model's), every optimiser runs end to end on parallel
 //! text files, and malformed corpora are named.
 
-mod common;
+use crate::common;
 
 use common::{args, tmpdir};
 

@@ -1,7 +1,7 @@
 //! Matrix products against a triple loop, including empty and unit dimensions,
 //! transposed views and broadcast batch axes.
 
-mod common;
+use crate::common;
 
 use common::*;
 use proptest::prelude::*;

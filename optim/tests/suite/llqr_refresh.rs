@@ -4,7 +4,7 @@
 //! floor), the closed-form diagonal optimum, the per-layer clip, conv kernels in the
 //! K-FAC family, sanitised gradients, and a learned U setting the hovering envelope.
 
-mod common;
+use crate::common;
 
 use autograd::Var;
 use common::{dot, flat, tiny, Tiny};

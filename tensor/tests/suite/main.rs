@@ -1,0 +1,20 @@
+//! The tensor crate's integration tests, one binary: one link and one set of
+//! monomorphised kernels for all of them instead of one per file. (A file whose
+//! switch or counter is process-wide stays a binary of its own, in `tests/`.)
+
+mod batch_norm;
+mod common;
+mod conv;
+mod elementwise;
+mod errors;
+mod fft;
+mod gemm;
+mod laws;
+mod linalg;
+mod lu;
+mod matmul;
+mod reduce;
+mod reproducibility;
+mod suite_layout;
+mod unsafe_confined;
+mod views_and_indexing;
