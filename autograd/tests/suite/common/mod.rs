@@ -6,7 +6,7 @@ use proptest::test_runner::Config;
 use tensor::{Result, Tensor};
 
 /// proptest settings: `cases` cases, failures persisted the proptest way (a
-/// `proptest-regressions/` file beside the test, replayed first on later runs:
+/// `tests/proptest-regressions/FILE.txt`, the suite's `main.rs` being its root, replayed first on later runs:
 /// commit it with the fix).
 pub fn config(cases: u32) -> Config {
     Config {
