@@ -85,7 +85,7 @@ fn f32_transforms_match_the_dft() {
 #[test]
 fn every_length_up_to_64_and_large_and_prime_lengths_match_the_dft() {
     let lengths: Vec<usize> = (1..=64)
-        .chain([97, 127, 128, 243, 250, 1000, 1009, 2048, 3001])
+        .chain([97, 127, 128, 243, 250, 1000, 1009, 2048, 3001, 4096])
         .collect();
     for n in lengths {
         let x = complex(n, n as u64);
