@@ -3,6 +3,7 @@
 //! switch or counter is process-wide stays a binary of its own, in `tests/`.)
 
 mod checkpoint;
+mod common;
 mod fno;
 mod layers;
 mod losses;

@@ -3,18 +3,9 @@
 //! future (bit-identical earlier outputs); beam search with one beam is greedy
 //! decoding; the ViT presets have the published parameter counts.
 
+use crate::common::opts;
 use autograd::{gradcheck, GradcheckOptions, Var};
 use nn::check::gradcheck_params;
-
-/// The strict tolerances with `directions` random directions from `seed` (used
-/// when the parameters are too many for the full Jacobian).
-fn opts(directions: usize, seed: u64) -> GradcheckOptions {
-    GradcheckOptions {
-        directions,
-        seed,
-        ..GradcheckOptions::strict()
-    }
-}
 use nn::decode::{beam_search, greedy, DecodeConfig};
 use nn::layers::attention::{causal_mask, padding_mask, scaled_dot_product_attention};
 use nn::nets::transformer::{TokenBatch, Transformer, TransformerConfig};

@@ -2,19 +2,10 @@
 //! evaluation mode, gradients), GroupNorm, the classifiers' output shapes and
 //! parameter counts against the published ones, and the augmentations.
 
+use crate::common::opts;
 use autograd::{gradcheck, GradcheckOptions, Var};
 use nn::augment::Augment;
 use nn::check::gradcheck_params;
-
-/// The strict tolerances with `directions` random directions from `seed` (used
-/// when the parameters are too many for the full Jacobian).
-fn opts(directions: usize, seed: u64) -> GradcheckOptions {
-    GradcheckOptions {
-        directions,
-        seed,
-        ..GradcheckOptions::strict()
-    }
-}
 use nn::nets::resnet::{ResNet, ResNetConfig};
 use nn::nets::vgg::{vgg16_layers, Vgg};
 use nn::nets::wide_resnet::WideResNet;
