@@ -1,6 +1,9 @@
 //! FFT plans: twiddle tables built once per (type, length) and cached, and the
 //! algorithms — radix-4/2 Stockham for powers of two, mixed-radix Stockham for lengths
-//! whose prime factors are at most `MAX_RADIX`, Bluestein's chirp-z for the rest.
+//! whose prime factors are at most `MAX_RADIX`, Bluestein's chirp-z for the rest;
+//! in `f32`, 64 points are one codelet in registers (`kernels::fft64`) and 4096 are
+//! 64 × 64 in two passes (`kernels::fft4096`: 10–11 µs against 19 for six radix-4
+//! Stockham passes, and rustfft's 10.4–11.7, alternated runs on a 2.0 GHz Xeon).
 //! Data is in split form (separate real and imaginary slices), the forward transform
 //! is unnormalised, X_k = Σ_j x_j e^{−2πi jk/n}.
 //!
@@ -15,6 +18,7 @@
 //! shorter than eight lanes.
 
 use crate::element::Element;
+use crate::kernels::fft4096::{self, Fft4096};
 use crate::kernels::fft64::Fft64;
 use crate::kernels::{copy_run, fft};
 use crate::storage;
@@ -42,6 +46,8 @@ enum Algorithm<T> {
     Stockham(Vec<Stage<T>>, Option<fft::Stockham<T>>),
     /// The 64-point `f32` transform in registers (`kernels::fft64`).
     Codelet64(Fft64<T>),
+    /// The 4096-point `f32` transform as 64 × 64 in two passes (`kernels::fft4096`).
+    FourStep4096(Fft4096<T>),
     /// Bluestein: a convolution of length m (a power of two) with a chirp.
     Bluestein {
         m: usize,
@@ -163,6 +169,9 @@ fn build<T: Element>(n: usize) -> Plan<T> {
         Some(_) if n == 64 && TypeId::of::<T>() == TypeId::of::<f32>() => {
             Algorithm::Codelet64(Fft64::new(&tw.0, &tw.1))
         }
+        Some(_) if n == fft4096::N && TypeId::of::<T>() == TypeId::of::<f32>() => {
+            Algorithm::FourStep4096(Fft4096::new(&tw.0, &tw.1))
+        }
         Some(radices) => {
             let (mut len, mut s) = (n, 1);
             let stages: Vec<Stage<T>> = radices
@@ -244,13 +253,16 @@ impl<T: Element> Plan<T> {
                 i: storage::Scratch::new(*m, T::zero()),
                 inner: inner.scratch(),
             })),
-            Algorithm::Stockham(..) | Algorithm::Codelet64(..) => None,
+            Algorithm::Stockham(..) | Algorithm::Codelet64(..) | Algorithm::FourStep4096(..) => {
+                None
+            }
         };
         Scratch {
-            // Stockham's ping-pong buffers; Bluestein keeps its own.
+            // Stockham's ping-pong buffers, the four-step's transposed array;
+            // Bluestein keeps its own.
             ri: storage::Scratch::new(
                 match self.algorithm {
-                    Algorithm::Stockham(..) => 2 * self.n,
+                    Algorithm::Stockham(..) | Algorithm::FourStep4096(..) => 2 * self.n,
                     _ => 0,
                 },
                 T::zero(),
@@ -298,6 +310,11 @@ impl<T: Element> Plan<T> {
             }
             Algorithm::Codelet64(c) => {
                 c.run(re, im);
+                false
+            }
+            Algorithm::FourStep4096(f) => {
+                let (r, i) = scratch.ri.split_at_mut(self.n);
+                f.run(re, im, r, i);
                 false
             }
             Algorithm::Bluestein {

@@ -14,7 +14,7 @@ use num_traits::Float;
 use std::any::TypeId;
 
 /// Eight lanes with lane-wise arithmetic.
-trait Lanes: Copy {
+pub(super) trait Lanes: Copy {
     fn add(self, o: Self) -> Self;
     fn sub(self, o: Self) -> Self;
     fn mul(self, o: Self) -> Self;
@@ -36,7 +36,7 @@ impl<T: Float> Lanes for [T; 8] {
 }
 
 /// A set of rows: real parts and imaginary parts.
-type Rows<L> = ([L; 8], [L; 8]);
+pub(super) type Rows<L> = ([L; 8], [L; 8]);
 
 /// The 4-point forward transform of (x₀, x₁, x₂, x₃), lane by lane.
 #[inline(always)]
@@ -56,7 +56,7 @@ fn dft4<L: Lanes>(r: [L; 4], i: [L; 4]) -> ([L; 4], [L; 4]) {
 /// transforms of the even and the odd rows, the odd ones turned by W₈^k (`h` is
 /// 1/√2 in every lane), then summed and differenced.
 #[inline(always)]
-fn dft8<L: Lanes>((r, i): Rows<L>, h: L) -> Rows<L> {
+pub(super) fn dft8<L: Lanes>((r, i): Rows<L>, h: L) -> Rows<L> {
     let (er, ei) = dft4([r[0], r[2], r[4], r[6]], [i[0], i[2], i[4], i[6]]);
     let (or, oi) = dft4([r[1], r[3], r[5], r[7]], [i[1], i[3], i[5], i[7]]);
     // W₈ O₁ = ((a + b)·h, (b − a)·h) and W₈³ O₃ = ((b − a)·h, −(a + b)·h) for O = a + ib;
@@ -164,17 +164,18 @@ impl<T: Scalar + Float> Fft64<T> {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod avx2_lanes {
+pub(super) mod avx2_lanes {
     use super::Lanes;
     use std::arch::x86_64::*;
 
     /// Eight `f32` lanes in an AVX register.
     #[derive(Clone, Copy)]
-    pub(super) struct V(pub(super) __m256);
+    pub(in crate::kernels) struct V(pub(in crate::kernels) __m256);
 
-    // SAFETY (every method): a `V` exists only inside `avx2` (the module's one
-    // constructor is there), a function with AVX2 enabled that is reached after
-    // checking the CPU has it; so the intrinsics run on a CPU that has them.
+    // SAFETY (every method): a `V` exists only inside the `avx2` functions of this
+    // module and of `fft4096` (its constructors are there), functions with AVX2
+    // enabled that are reached after checking the CPU has it; so the intrinsics run
+    // on a CPU that has them.
     impl Lanes for V {
         #[inline(always)]
         fn add(self, o: Self) -> Self {
@@ -223,7 +224,7 @@ unsafe fn avx2(tw: &Rows<[f32; 8]>, h: f32, re: *mut f32, im: *mut f32) {
 impl avx2_lanes::V {
     /// The 8 × 8 transpose of eight rows (lane b of row a to lane a of row b).
     #[inline(always)]
-    fn transpose(r: [Self; 8]) -> [Self; 8] {
+    pub(super) fn transpose(r: [Self; 8]) -> [Self; 8] {
         // SAFETY: a `V` exists only inside `avx2` (see the `Lanes` methods).
         unsafe { super::gemm::transpose8_f32(r.map(|v| v.0)) }.map(Self)
     }

@@ -18,6 +18,7 @@ mod adam;
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 pub mod fft;
+pub mod fft4096;
 pub mod fft64;
 pub mod gemm;
 mod pairs;
