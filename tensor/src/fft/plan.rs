@@ -1,9 +1,11 @@
 //! FFT plans: twiddle tables built once per (type, length) and cached, and the
 //! algorithms — radix-4/2 Stockham for powers of two, mixed-radix Stockham for lengths
 //! whose prime factors are at most `MAX_RADIX`, Bluestein's chirp-z for the rest;
-//! in `f32`, 64 points are one codelet in registers (`kernels::fft64`) and 4096 are
-//! 64 × 64 in two passes (`kernels::fft4096`: 10–11 µs against 19 for six radix-4
-//! Stockham passes, and rustfft's 10.4–11.7, alternated runs on a 2.0 GHz Xeon).
+//! in `f32`, 64 points are one codelet in registers (`kernels::fft64`), and 1024,
+//! 2048 and 4096 two passes of 32- or 64-point column transforms
+//! (`kernels::four_step`; alternated runs on a 2.0 GHz Xeon, one thread: 4096 in
+//! 11.0 µs against 12.7–15.5 for six radix-4 Stockham passes and rustfft's 10.7–10.9,
+//! 1024 in 1.64–1.77 µs against 2.08–2.42 and rustfft's 1.71–2.36).
 //! Data is in split form (separate real and imaginary slices), the forward transform
 //! is unnormalised, X_k = Σ_j x_j e^{−2πi jk/n}.
 //!
@@ -18,8 +20,8 @@
 //! shorter than eight lanes.
 
 use crate::element::Element;
-use crate::kernels::fft4096::{self, Fft4096};
 use crate::kernels::fft64::Fft64;
+use crate::kernels::four_step::FourStep;
 use crate::kernels::{copy_run, fft};
 use crate::storage;
 use std::any::{Any, TypeId};
@@ -46,8 +48,9 @@ enum Algorithm<T> {
     Stockham(Vec<Stage<T>>, Option<fft::Stockham<T>>),
     /// The 64-point `f32` transform in registers (`kernels::fft64`).
     Codelet64(Fft64<T>),
-    /// The 4096-point `f32` transform as 64 × 64 in two passes (`kernels::fft4096`).
-    FourStep4096(Fft4096<T>),
+    /// The `f32` transforms of 1024, 2048 and 4096 points as 32 × 32, 64 × 32 and
+    /// 64 × 64 in two passes (`kernels::four_step`).
+    FourStep(FourStep<T>),
     /// Bluestein: a convolution of length m (a power of two) with a chirp.
     Bluestein {
         m: usize,
@@ -165,14 +168,16 @@ fn shared_plan<T: Element>(n: usize) -> Arc<Plan<T>> {
 
 fn build<T: Element>(n: usize) -> Plan<T> {
     let tw: (Vec<T>, Vec<T>) = (0..n.max(1)).map(|k| root::<T>(k, n)).unzip();
-    let algorithm = match factorise(n) {
-        Some(_) if n == 64 && TypeId::of::<T>() == TypeId::of::<f32>() => {
-            Algorithm::Codelet64(Fft64::new(&tw.0, &tw.1))
-        }
-        Some(_) if n == fft4096::N && TypeId::of::<T>() == TypeId::of::<f32>() => {
-            Algorithm::FourStep4096(Fft4096::new(&tw.0, &tw.1))
-        }
-        Some(radices) => {
+    let is_f32 = TypeId::of::<T>() == TypeId::of::<f32>();
+    let four_step = if is_f32 {
+        FourStep::new(&tw.0, &tw.1)
+    } else {
+        None
+    };
+    let algorithm = match (factorise(n), four_step) {
+        (_, Some(f)) => Algorithm::FourStep(f),
+        (Some(_), None) if n == 64 && is_f32 => Algorithm::Codelet64(Fft64::new(&tw.0, &tw.1)),
+        (Some(radices), None) => {
             let (mut len, mut s) = (n, 1);
             let stages: Vec<Stage<T>> = radices
                 .into_iter()
@@ -206,7 +211,7 @@ fn build<T: Element>(n: usize) -> Plan<T> {
             let vector = fft::Stockham::new(n, &refs);
             Algorithm::Stockham(stages, vector)
         }
-        None => {
+        (None, None) => {
             let m = (2 * n - 1).next_power_of_two();
             let inner = plan::<T>(m);
             let (cr, ci): (Vec<T>, Vec<T>) = (0..n)
@@ -253,16 +258,14 @@ impl<T: Element> Plan<T> {
                 i: storage::Scratch::new(*m, T::zero()),
                 inner: inner.scratch(),
             })),
-            Algorithm::Stockham(..) | Algorithm::Codelet64(..) | Algorithm::FourStep4096(..) => {
-                None
-            }
+            Algorithm::Stockham(..) | Algorithm::Codelet64(..) | Algorithm::FourStep(..) => None,
         };
         Scratch {
             // Stockham's ping-pong buffers, the four-step's transposed array;
             // Bluestein keeps its own.
             ri: storage::Scratch::new(
                 match self.algorithm {
-                    Algorithm::Stockham(..) | Algorithm::FourStep4096(..) => 2 * self.n,
+                    Algorithm::Stockham(..) | Algorithm::FourStep(..) => 2 * self.n,
                     _ => 0,
                 },
                 T::zero(),
@@ -312,7 +315,7 @@ impl<T: Element> Plan<T> {
                 c.run(re, im);
                 false
             }
-            Algorithm::FourStep4096(f) => {
+            Algorithm::FourStep(f) => {
                 let (r, i) = scratch.ri.split_at_mut(self.n);
                 f.run(re, im, r, i);
                 false

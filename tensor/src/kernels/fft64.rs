@@ -40,7 +40,7 @@ pub(super) type Rows<L> = ([L; 8], [L; 8]);
 
 /// The 4-point forward transform of (x₀, x₁, x₂, x₃), lane by lane.
 #[inline(always)]
-fn dft4<L: Lanes>(r: [L; 4], i: [L; 4]) -> ([L; 4], [L; 4]) {
+pub(super) fn dft4<L: Lanes>(r: [L; 4], i: [L; 4]) -> ([L; 4], [L; 4]) {
     let (t0r, t0i) = (r[0].add(r[2]), i[0].add(i[2]));
     let (t1r, t1i) = (r[0].sub(r[2]), i[0].sub(i[2]));
     let (t2r, t2i) = (r[1].add(r[3]), i[1].add(i[3]));

@@ -18,8 +18,8 @@ mod adam;
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 pub mod fft;
-pub mod fft4096;
 pub mod fft64;
+pub mod four_step;
 pub mod gemm;
 mod pairs;
 mod portable;
