@@ -4,10 +4,8 @@
 //! in `f32`, 64 points are one codelet in registers (`kernels::fft64`), and 1024,
 //! 2048 and 4096 two passes of 32- or 64-point column transforms
 //! (`kernels::four_step`; alternated runs on a 2.0 GHz Xeon, one thread: 4096 in
-//! 11.0 µs against 12.7–15.5 for six radix-4 Stockham passes and rustfft's 10.7–10.9,
-//! 1024 in 1.64–1.77 µs against 2.08–2.42 and rustfft's 1.71–2.36).
-//! Data is in split form (separate real and imaginary slices), the forward transform
-//! is unnormalised, X_k = Σ_j x_j e^{−2πi jk/n}.
+//! 10.2–11.2 µs against 12.7–20.1 by six radix-4 Stockham passes and rustfft's
+//! 10.3–11.7, 1024 in 1.62–1.77 µs against 1.58–2.42, median 2.12).
 //!
 //! Each Stockham stage reads one buffer and writes the other in natural order (no
 //! bit reversal). A stage combines `radix` sub-sequences of sub-transforms of length
