@@ -13,7 +13,7 @@
 //! transposed in registers), so that the second pass reads rows j₂ of eight columns
 //! k₁ and writes X in natural order.
 //!
-//! Written once over [`Vector`], so the AVX2 path of `f32` (`__m256`) and the
+//! Written once over a `Vector` trait, so the AVX2 path of `f32` (`__m256`) and the
 //! portable path (`[T; 8]`) perform the same operations and give the same bits.
 
 use super::fft64::{dft4, dft8, Lanes};
@@ -236,11 +236,6 @@ impl<T: Scalar + Float> FourStep<T> {
             w2: roots(n2),
             tw: (outer(wr), outer(wi)),
         })
-    }
-
-    /// The transform's length.
-    pub fn len(&self) -> usize {
-        self.n
     }
 
     /// The forward transform of (re, im) in place, with (sr, si) as scratch.
