@@ -63,6 +63,9 @@ pub struct GradcheckReport {
     pub full_jacobian: bool,
 }
 
+/// The function under check, as the checks' bodies take it.
+type Function<'f> = dyn Fn(&[Var<f64>]) -> Result<Var<f64>> + 'f;
+
 fn refuse_broadcast(inputs: &[Tensor<f64>]) -> Result<()> {
     for (k, x) in inputs.iter().enumerate() {
         if let Some(d) = (0..x.ndim()).find(|&d| x.strides()[d] == 0 && x.shape()[d] > 1) {
@@ -80,7 +83,7 @@ fn refuse_broadcast(inputs: &[Tensor<f64>]) -> Result<()> {
 
 /// f at the given inputs, flattened. The inputs are leaves, as f may itself
 /// differentiate (gradgradcheck's f is a VJP).
-fn eval(f: &impl Fn(&[Var<f64>]) -> Result<Var<f64>>, xs: &[Tensor<f64>]) -> Result<Vec<f64>> {
+fn eval(f: &Function<'_>, xs: &[Tensor<f64>]) -> Result<Vec<f64>> {
     let v: Vec<Var<f64>> = xs.iter().map(|x| Var::leaf(x.clone())).collect();
     Ok(f(&v)?.value().to_vec())
 }
@@ -129,6 +132,17 @@ pub fn gradcheck(
     inputs: &[Tensor<f64>],
     opts: &GradcheckOptions,
 ) -> Result<GradcheckReport> {
+    check_first_derivatives(&f, inputs, opts)
+}
+
+/// [`gradcheck`]'s body, compiled once here rather than once per closure in every
+/// crate that calls it (each test's closure would otherwise instantiate all of it:
+/// a fifth of the autograd test suite's machine code).
+fn check_first_derivatives(
+    f: &Function<'_>,
+    inputs: &[Tensor<f64>],
+    opts: &GradcheckOptions,
+) -> Result<GradcheckReport> {
     refuse_broadcast(inputs)?;
     let leaves: Vec<Var<f64>> = inputs.iter().map(|x| Var::leaf(x.clone())).collect();
     let refs: Vec<&Var<f64>> = leaves.iter().collect();
@@ -159,7 +173,7 @@ pub fn gradcheck(
                 plus[k] = shifted(x, &dir, eps)?;
                 let mut minus = inputs.to_vec();
                 minus[k] = shifted(x, &dir, -eps)?;
-                let (fp, fm) = (eval(&f, &plus)?, eval(&f, &minus)?);
+                let (fp, fm) = (eval(f, &plus)?, eval(f, &minus)?);
                 for i in 0..nout {
                     let numeric = (fp[i] - fm[i]) / (2.0 * eps);
                     let err = compare(rows[i][k][j], numeric, opts, || {
@@ -189,7 +203,7 @@ pub fn gradcheck(
             .zip(&ts)
             .map(|(x, t)| shifted(x, t, -eps))
             .collect::<Result<Vec<_>>>()?;
-        let (fp, fm) = (eval(&f, &plus)?, eval(&f, &minus)?);
+        let (fp, fm) = (eval(f, &plus)?, eval(f, &minus)?);
         let numeric: f64 = (0..nout)
             .map(|i| (fp[i] - fm[i]) / (2.0 * eps) * c[i])
             .sum();
@@ -224,6 +238,15 @@ pub fn gradgradcheck(
     inputs: &[Tensor<f64>],
     opts: &GradcheckOptions,
 ) -> Result<GradcheckReport> {
+    check_second_derivatives(&f, inputs, opts)
+}
+
+/// [`gradgradcheck`]'s body, compiled once (as [`check_first_derivatives`]).
+fn check_second_derivatives(
+    f: &Function<'_>,
+    inputs: &[Tensor<f64>],
+    opts: &GradcheckOptions,
+) -> Result<GradcheckReport> {
     refuse_broadcast(inputs)?;
     let shape = mode::no_grad(|| {
         let v: Vec<Var<f64>> = inputs.iter().map(|x| Var::constant(x.clone())).collect();
@@ -240,5 +263,5 @@ pub fn gradgradcheck(
         let flat = g.iter().map(|v| v.flatten()).collect::<Result<Vec<_>>>()?;
         Var::cat(&flat.iter().collect::<Vec<_>>(), 0)
     };
-    gradcheck(vjp, inputs, opts)
+    check_first_derivatives(&vjp, inputs, opts)
 }
