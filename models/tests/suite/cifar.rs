@@ -176,8 +176,9 @@ fn every_optimiser_runs_on_cifar_10_files() {
         "1",
         "--batch",
         "20",
+        // One refresh of U, before the first of the three steps.
         "--refresh",
-        "2",
+        "3",
     ]))
     .unwrap();
     let tables = run(&cfg).unwrap();
@@ -229,8 +230,10 @@ fn the_vit_experiment_runs_every_optimiser() {
         "48",
         "--batch",
         "24",
+        // One refresh of U, before the first of the two steps (each refresh of the
+        // ViT's U is ~100 Gauss-Newton products: half a minute here).
         "--refresh",
-        "1",
+        "2",
     ]))
     .unwrap();
     let text = models::experiments::vit::run(&cfg).unwrap()[0].render();
