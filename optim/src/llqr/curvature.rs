@@ -56,42 +56,6 @@ fn check_aligned<T: Element>(op: &'static str, params: &[Param<T>], v: &[Tensor<
     Ok(())
 }
 
-/// J v: the directional derivative of `out` (computed from the parameters' current
-/// leaves) along `v`, by the double-VJP trick.
-pub fn jvp_params<T: Element>(
-    params: &[Param<T>],
-    out: &Var<T>,
-    v: &[Tensor<T>],
-) -> Result<Tensor<T>> {
-    check_aligned("jvp_params", params, v)?;
-    let xs = leaves(params);
-    let refs: Vec<&Var<T>> = xs.iter().collect();
-    let u = Var::leaf(Tensor::zeros(out.shape())?);
-    let jt_u = grad(&[out], &refs, Some(&[&u]), true)?;
-    let vv: Vec<Var<T>> = v.iter().map(|t| Var::constant(t.clone())).collect();
-    let outs: Vec<&Var<T>> = jt_u.iter().collect();
-    let cots: Vec<&Var<T>> = vv.iter().collect();
-    Ok(grad(&outs, &[&u], Some(&cots), false)?
-        .remove(0)
-        .value()
-        .clone())
-}
-
-/// Jᵀ w: the parameters' vector-Jacobian product of `out` with cotangent `w`.
-pub fn vjp_params<T: Element>(
-    params: &[Param<T>],
-    out: &Var<T>,
-    w: &Tensor<T>,
-) -> Result<Vec<Tensor<T>>> {
-    let xs = leaves(params);
-    let refs: Vec<&Var<T>> = xs.iter().collect();
-    let wv = Var::constant(w.clone());
-    Ok(grad(&[out], &refs, Some(&[&wv]), false)?
-        .into_iter()
-        .map(|g| g.value().clone())
-        .collect())
-}
-
 /// The output Hessian of the cross-entropy applied to `z` (logits `[B, C]`):
 /// (diag p − ppᵀ) z per row, with p = softmax(logits), divided by B for
 /// [`BatchScale::Mean`].
@@ -128,9 +92,7 @@ pub fn fisher_vector_product<T: Element>(
     v: &[Tensor<T>],
     scale: BatchScale,
 ) -> Result<Vec<Tensor<T>>> {
-    let jv = jvp_params(params, logits, v)?;
-    let w = softmax_hessian_product(logits.value(), &jv, scale)?;
-    vjp_params(params, logits, &w)
+    CurvatureProducts::fisher(params, logits, scale)?.apply(v)
 }
 
 /// H v for the Hessian of `loss` (computed from the parameters' current leaves).
@@ -139,17 +101,89 @@ pub fn hessian_vector_product<T: Element>(
     loss: &Var<T>,
     v: &[Tensor<T>],
 ) -> Result<Vec<Tensor<T>>> {
-    check_aligned("hessian_vector_product", params, v)?;
-    let xs = leaves(params);
-    let refs: Vec<&Var<T>> = xs.iter().collect();
-    let g = grad(&[loss], &refs, None, true)?;
-    let vv: Vec<Var<T>> = v.iter().map(|t| Var::constant(t.clone())).collect();
-    let outs: Vec<&Var<T>> = g.iter().collect();
-    let cots: Vec<&Var<T>> = vv.iter().collect();
-    Ok(grad(&outs, &refs, Some(&cots), false)?
-        .into_iter()
-        .map(|h| h.value().clone())
-        .collect())
+    CurvatureProducts::hessian(params, loss)?.apply(v)
+}
+
+/// Curvature-vector products at fixed parameters, for many directions: the part of
+/// each product that does not depend on the direction — the recorded first backward
+/// pass (Jᵀu for the Fisher, ∇L for the Hessian), over the forward pass it was
+/// built on — is built once and serves every product. A refresh of LLQR's U takes
+/// one product per inner step (50 by default), each of which otherwise recomputed
+/// the forward pass and the recorded backward pass. Each product performs the same
+/// operations either way, so its value is the same to the bit.
+pub struct CurvatureProducts<T: Element> {
+    op: &'static str,
+    params: Vec<Param<T>>,
+    leaves: Vec<Var<T>>,
+    /// The recorded first backward pass: Jᵀu for the Fisher, ∇L for the Hessian.
+    first: Vec<Var<T>>,
+    /// For the Fisher, what its products also need (`None` for the Hessian).
+    fisher: Option<FisherParts<T>>,
+}
+
+/// The Fisher's own parts of [`CurvatureProducts`].
+struct FisherParts<T: Element> {
+    logits: Var<T>,
+    /// The zero leaf u of Jᵀu: J v is ∂⟨Jᵀu, v⟩/∂u.
+    u: Var<T>,
+    scale: BatchScale,
+}
+
+impl<T: Element> CurvatureProducts<T> {
+    /// Products with the Fisher of the softmax of `logits` (computed from the
+    /// parameters' current leaves), summed or averaged over the batch.
+    pub fn fisher(params: &[Param<T>], logits: &Var<T>, scale: BatchScale) -> Result<Self> {
+        let leaves = leaves(params);
+        let refs: Vec<&Var<T>> = leaves.iter().collect();
+        let u = Var::leaf(Tensor::zeros(logits.shape())?);
+        let first = grad(&[logits], &refs, Some(&[&u]), true)?;
+        Ok(CurvatureProducts {
+            op: "fisher_vector_product",
+            params: params.to_vec(),
+            leaves,
+            first,
+            fisher: Some(FisherParts {
+                logits: logits.clone(),
+                u,
+                scale,
+            }),
+        })
+    }
+
+    /// Products with the Hessian of the scalar `loss` (computed from the parameters'
+    /// current leaves).
+    pub fn hessian(params: &[Param<T>], loss: &Var<T>) -> Result<Self> {
+        let leaves = leaves(params);
+        let refs: Vec<&Var<T>> = leaves.iter().collect();
+        let first = grad(&[loss], &refs, None, true)?;
+        Ok(CurvatureProducts {
+            op: "hessian_vector_product",
+            params: params.to_vec(),
+            leaves,
+            first,
+            fisher: None,
+        })
+    }
+
+    /// The curvature times `v` (one tensor per parameter, shaped like it).
+    pub fn apply(&self, v: &[Tensor<T>]) -> Result<Vec<Tensor<T>>> {
+        check_aligned(self.op, &self.params, v)?;
+        let refs: Vec<&Var<T>> = self.leaves.iter().collect();
+        let vv: Vec<Var<T>> = v.iter().map(|t| Var::constant(t.clone())).collect();
+        let cots: Vec<&Var<T>> = vv.iter().collect();
+        let first: Vec<&Var<T>> = self.first.iter().collect();
+        let products = match &self.fisher {
+            // Jᵀ H_out J v, with J v from the recorded Jᵀu.
+            Some(f) => {
+                let jv = grad(&first, &[&f.u], Some(&cots), false)?.remove(0);
+                let w = softmax_hessian_product(f.logits.value(), jv.value(), f.scale)?;
+                grad(&[&f.logits], &refs, Some(&[&Var::constant(w)]), false)?
+            }
+            // The Hessian: ∂⟨∇L, v⟩/∂θ.
+            None => grad(&first, &refs, Some(&cots), false)?,
+        };
+        Ok(products.into_iter().map(|g| g.value().clone()).collect())
+    }
 }
 
 /// Splits a flat vector into tensors shaped like the parameters.

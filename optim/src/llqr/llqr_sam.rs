@@ -8,7 +8,7 @@
 //! [`Optimizer`] (their ViT and Transformer runs use AdamW). With ρ = 0 it is LLQR
 //! alone.
 
-use super::curvature::{fisher_vector_product, hessian_vector_product, BatchScale, Geometry};
+use super::curvature::{BatchScale, CurvatureProducts, Geometry};
 use super::preconditioner::{Gvp, InnerSolve, InnerTrace, Preconditioner, Structure};
 use crate::optimizer::{
     buffer_state, check_lr, check_range, join_state, load_buffers, split_state, Optimizer,
@@ -223,17 +223,16 @@ impl<T: Element> LlqrSam<T> {
         let loss = || nn::loss::cross_entropy(&logits()?, labels, label_smoothing);
         let (_, g) = gradients(&params, &loss)?;
         let g = g.into_tensors();
-        let geometry = self.cfg.geometry;
-        let gvp = |v: &[Tensor<T>]| -> Result<Vec<Tensor<T>>> {
-            match geometry {
-                Geometry::Fisher => fisher_vector_product(&params, &logits()?, v, BatchScale::Sum),
-                Geometry::MeanFisher => {
-                    fisher_vector_product(&params, &logits()?, v, BatchScale::Mean)
-                }
-                Geometry::Newton => hessian_vector_product(&params, &loss()?, v),
+        // One forward pass and one recorded backward pass for all the inner solve's
+        // products (the parameters do not move during a refresh).
+        let products = match self.cfg.geometry {
+            Geometry::Fisher => CurvatureProducts::fisher(&params, &logits()?, BatchScale::Sum)?,
+            Geometry::MeanFisher => {
+                CurvatureProducts::fisher(&params, &logits()?, BatchScale::Mean)?
             }
+            Geometry::Newton => CurvatureProducts::hessian(&params, &loss()?)?,
         };
-        self.fit(&g, &gvp)
+        self.fit(&g, &|v: &[Tensor<T>]| products.apply(v))
     }
 
     /// Refits U with the Hessian of any scalar `loss()` (the Newton geometry, for
@@ -252,8 +251,8 @@ impl<T: Element> LlqrSam<T> {
         let params = self.params.clone();
         let (_, g) = gradients(&params, loss)?;
         let g = g.into_tensors();
-        let gvp = |v: &[Tensor<T>]| hessian_vector_product(&params, &loss()?, v);
-        self.fit(&g, &gvp)
+        let products = CurvatureProducts::hessian(&params, &loss()?)?;
+        self.fit(&g, &|v: &[Tensor<T>]| products.apply(v))
     }
 
     /// The inner solve from the current U (warm start), blended in as an EMA, then

@@ -8,7 +8,8 @@ pub mod preconditioner;
 pub mod riccati;
 
 pub use curvature::{
-    dense_curvature, fisher_vector_product, hessian_vector_product, BatchScale, Geometry,
+    dense_curvature, fisher_vector_product, hessian_vector_product, BatchScale, CurvatureProducts,
+    Geometry,
 };
 pub use llqr_sam::{LlqrConfig, LlqrSam, PerturbationNorm};
 pub use preconditioner::{Gvp, InnerSolve, InnerTrace, Preconditioner, Structure};

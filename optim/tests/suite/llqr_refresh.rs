@@ -10,8 +10,8 @@ use autograd::Var;
 use common::{dot, flat, tiny, Tiny};
 use nn::{Module, ParamStore};
 use optim::llqr::{
-    fisher_vector_product, BatchScale, Geometry, InnerSolve, LlqrConfig, LlqrSam, PerturbationNorm,
-    Preconditioner, Structure,
+    fisher_vector_product, hessian_vector_product, BatchScale, CurvatureProducts, Geometry,
+    InnerSolve, LlqrConfig, LlqrSam, PerturbationNorm, Preconditioner, Structure,
 };
 use optim::Optimizer;
 use tensor::{Rng, Tensor};
@@ -41,6 +41,36 @@ fn the_default_ngd_curvature_is_the_fisher_summed_over_the_batch() {
         assert!((mean[i] * 6.0 - sum[i]).abs() <= 1e-12 * scale);
     }
     assert_eq!(LlqrConfig::default().geometry, Geometry::Fisher);
+}
+
+#[test]
+fn curvature_products_built_once_give_each_direction_the_from_scratch_product() {
+    // A refresh builds the forward and the recorded backward pass once and takes
+    // all its products from them: each must be, to the bit, the product computed from
+    // a fresh forward pass, whatever came before it (a product that left state in the
+    // shared graph — an accumulated u, a cached J v — fails on the repeated v₁).
+    let t = tiny(3);
+    let params = t.store.trainable();
+    let n = t.grad().len();
+    let mut rng = Rng::new(11);
+    let mut direction = || t.shaped(&(0..n).map(|_| rng.normal()).collect::<Vec<_>>());
+    let (v1, v2) = (direction(), direction());
+    let bits = |ts: &[Tensor<f64>]| flat(ts).iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let loss = || nn::loss::cross_entropy(&t.logits()?, &t.y, 0.0);
+    for scale in [BatchScale::Sum, BatchScale::Mean] {
+        let fisher = CurvatureProducts::fisher(&params, &t.logits().unwrap(), scale).unwrap();
+        for v in [&v1, &v2, &v1] {
+            let fresh = fisher_vector_product(&params, &t.logits().unwrap(), v, scale).unwrap();
+            assert_eq!(bits(&fisher.apply(v).unwrap()), bits(&fresh), "{scale:?}");
+        }
+    }
+    let hessian = CurvatureProducts::hessian(&params, &loss().unwrap()).unwrap();
+    for v in [&v1, &v2, &v1] {
+        let fresh = hessian_vector_product(&params, &loss().unwrap(), v).unwrap();
+        assert_eq!(bits(&hessian.apply(v).unwrap()), bits(&fresh));
+    }
+    let e = hessian.apply(&v1[..1]).unwrap_err().to_string();
+    assert!(e.contains("hessian_vector_product"), "{e}");
 }
 
 /// J(d) = −gᵀ(d⊙g) + ½(d⊙g)ᵀ G (d⊙g) for a diagonal U = diag(d), with the reference
