@@ -168,3 +168,51 @@ fn factorizations_are_thread_count_invariant() {
         (bits64(&q), bits64(&r))
     });
 }
+
+#[test]
+fn ffts_are_thread_count_invariant() {
+    // Every batch below has at least 2¹⁸ output values, so its rows are split
+    // across threads; the lengths take each algorithm: the 64-point codelet, the
+    // four-step 1024 and 4096 (f32), radix-4/2 Stockham (256), mixed radix (12),
+    // Bluestein (97), the real transforms' even and odd paths; the strided axes
+    // are moved last and back.
+    let mut rng = Rng::new(11);
+    let c32 =
+        |shape: &[usize], rng: &mut Rng| Tensor::<f32>::rand_normal(shape, 0.0, 1.0, rng).unwrap();
+    let c64 =
+        |shape: &[usize], rng: &mut Rng| Tensor::<f64>::rand_normal(shape, 0.0, 1.0, rng).unwrap();
+    let norm = tensor::fft::Norm::Backward;
+    for n in [64, 1024, 4096] {
+        let z = c32(&[(1 << 18) / n, n, 2], &mut rng);
+        check("fft f32", || bits32(&z.fft(1, norm).unwrap()));
+        check("ifft f32", || bits32(&z.ifft(1, norm).unwrap()));
+    }
+    let z = c64(&[512, 256, 2], &mut rng);
+    check("fft f64 Stockham", || bits64(&z.fft(1, norm).unwrap()));
+    let z = c32(&[11000, 12, 2], &mut rng);
+    check("fft f32 mixed radix", || bits32(&z.fft(1, norm).unwrap()));
+    let z = c64(&[97, 1400, 2], &mut rng);
+    check("fft f64 Bluestein, axis 0", || {
+        bits64(&z.fft(0, norm).unwrap())
+    });
+    let x = c32(&[128, 4096], &mut rng);
+    check("rfft f32", || bits32(&x.rfft(1, norm).unwrap()));
+    let x = c64(&[300, 1001], &mut rng);
+    check("rfft f64 odd length", || bits64(&x.rfft(1, norm).unwrap()));
+    let spectrum = c32(&[256, 513, 2], &mut rng);
+    check("irfft f32", || {
+        bits32(&spectrum.irfft(1, 1024, norm).unwrap())
+    });
+    let spectrum = c64(&[600, 251, 2], &mut rng);
+    check("irfft f64 odd length", || {
+        bits64(&spectrum.irfft(1, 501, norm).unwrap())
+    });
+    let images = c32(&[16, 128, 128], &mut rng);
+    check("rfft2 and irfft2 f32", || {
+        let y = images.rfft2((1, 2), norm).unwrap();
+        (
+            bits32(&y),
+            bits32(&y.irfft2((1, 2), (128, 128), norm).unwrap()),
+        )
+    });
+}
