@@ -117,6 +117,16 @@ fn fft(c: &mut Criterion) {
     benches::at_thread_counts(&mut g, "batch1024x1024_complex_ours", &[1, 2], || {
         black_box(z.fft(1, Norm::Backward).unwrap());
     });
+    // The real transform of the same number of rows, and its inverse: about half
+    // the complex one's work.
+    let x = Tensor::<f32>::rand_normal(&[1024, 1024], 0.0, 1.0, &mut rng).unwrap();
+    benches::at_thread_counts(&mut g, "batch1024x1024_real_ours", &[1, 2], || {
+        black_box(x.rfft(1, Norm::Backward).unwrap());
+    });
+    let spectrum = x.rfft(1, Norm::Backward).unwrap();
+    benches::at_thread_counts(&mut g, "batch1024x1024_inverse_real_ours", &[1, 2], || {
+        black_box(spectrum.irfft(1, 1024, Norm::Backward).unwrap());
+    });
     let plan = planner.plan_fft_forward(1024);
     let mut buf: Vec<Complex<f32>> = z
         .to_vec()
@@ -128,6 +138,21 @@ fn fft(c: &mut Criterion) {
             plan.process(&mut buf);
             black_box(&buf);
         })
+    });
+    // 64 rows of 1024, which stay in the L2 cache (the big batch above is bound by
+    // memory): the transforms' own cost, complex against real, on one thread.
+    let z64 = Tensor::<f32>::rand_normal(&[64, 1024, 2], 0.0, 1.0, &mut rng).unwrap();
+    let x64 = Tensor::<f32>::rand_normal(&[64, 1024], 0.0, 1.0, &mut rng).unwrap();
+    let spectrum64 = x64.rfft(1, Norm::Backward).unwrap();
+    g.throughput(Throughput::Elements(64 * 1024));
+    g.bench_function("batch64x1024_complex_ours", |b| {
+        b.iter(|| black_box(z64.fft(1, Norm::Backward).unwrap()))
+    });
+    g.bench_function("batch64x1024_real_ours", |b| {
+        b.iter(|| black_box(x64.rfft(1, Norm::Backward).unwrap()))
+    });
+    g.bench_function("batch64x1024_inverse_real_ours", |b| {
+        b.iter(|| black_box(spectrum64.irfft(1, 1024, Norm::Backward).unwrap()))
     });
     g.finish();
 }

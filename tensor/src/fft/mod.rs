@@ -272,8 +272,7 @@ impl<T: Element> Tensor<T> {
         let full = plan::plan::<T>(n);
         let w = full.twiddles();
         along(self, ax, true, false, n, plan_len, |src, out, b, p, sc| {
-            split_pairs(src, b.re, b.im, T::one());
-            irfft_row(b.re, b.im, out, b.ore, b.oim, p, sc, w, scale)
+            irfft_row(src, out, b, p, sc, w, scale)
         })
     }
 
@@ -345,46 +344,42 @@ fn rfft_row<T: Element>(
     split_pairs(x, &mut b.re[..h], &mut b.im[..h], T::one());
     let (zr, zi) = p.forward_placed(&mut b.re[..h], &mut b.im[..h], sc);
     // X_k = E_k + W_n^k O_k with E_k = (Z_k + conj Z_{h−k})/2 and
-    // O_k = −i (Z_k − conj Z_{h−k})/2 (Z_h = Z_0).
-    let half_t = T::from_f64(0.5);
+    // O_k = −i (Z_k − conj Z_{h−k})/2 (Z_h = Z_0): the halving is folded into the
+    // scale (exact: a power of two), and X is written as pairs straight into `out`.
+    let s_half = s * T::from_f64(0.5);
     let x_of = |zk: (T, T), zj: (T, T), w: (T, T)| {
-        let (er, ei) = ((zk.0 + zj.0) * half_t, (zk.1 - zj.1) * half_t);
-        let (or, oi) = ((zk.1 + zj.1) * half_t, (zj.0 - zk.0) * half_t);
+        let (er, ei) = (zk.0 + zj.0, zk.1 - zj.1);
+        let (or, oi) = (zk.1 + zj.1, zj.0 - zk.0);
         (
-            (er + or * w.0 - oi * w.1) * s,
-            (ei + or * w.1 + oi * w.0) * s,
+            (er + or * w.0 - oi * w.1) * s_half,
+            (ei + or * w.1 + oi * w.0) * s_half,
         )
     };
-    let (ore, oim) = (b.ore, b.oim);
     let z0 = (zr[0], zi[0]);
-    let (x0, xh) = (x_of(z0, z0, (wr[0], wi[0])), x_of(z0, z0, (wr[h], wi[h])));
-    (ore[0], oim[0]) = x0;
-    (ore[h], oim[h]) = xh;
+    (out[0], out[1]) = x_of(z0, z0, (wr[0], wi[0]));
+    (out[2 * h], out[2 * h + 1]) = x_of(z0, z0, (wr[h], wi[h]));
     // k = 1..h against j = h − k: one forward and one reversed walk over Z (so that
     // the loop vectorises).
     let ks = zr[1..h].iter().zip(&zi[1..h]);
     let js = zr[1..h].iter().rev().zip(zi[1..h].iter().rev());
     let ws = wr[1..h].iter().zip(&wi[1..h]);
-    let outs = ore[1..h].iter_mut().zip(oim[1..h].iter_mut());
-    for ((((kr, ki), (jr, ji)), (w0, w1)), (or, oi)) in ks.zip(js).zip(ws).zip(outs) {
-        (*or, *oi) = x_of((*kr, *ki), (*jr, *ji), (*w0, *w1));
+    let outs = out[2..2 * h].chunks_exact_mut(2);
+    for ((((kr, ki), (jr, ji)), (w0, w1)), o) in ks.zip(js).zip(ws).zip(outs) {
+        (o[0], o[1]) = x_of((*kr, *ki), (*jr, *ji), (*w0, *w1));
     }
-    join_pairs(ore, oim, (T::one(), T::one()), out);
 }
 
-/// irfft of one row of bins (split into `re`, `im`) into the real row `out` of
-/// length n (`ore` and `oim` are buffers of n). Even lengths invert [`rfft_row`]'s
-/// recombination and run one complex transform of half the length, whose outputs
-/// are the even and odd samples; odd lengths rebuild the full Hermitian spectrum. Either way the imaginary parts of
-/// the zero and Nyquist bins are not read, as in NumPy.
+/// irfft of one row of bins `src` (pairs) into the real row `out` of length n (of
+/// the buffers, `re` and `im` hold the row's bins, `ore` and `oim` n values). Even
+/// lengths invert [`rfft_row`]'s recombination and run one complex transform of half
+/// the length, whose outputs are the even and odd samples; odd lengths rebuild the
+/// full Hermitian spectrum. Either way the imaginary parts of the zero and Nyquist
+/// bins are not read, as in NumPy.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn irfft_row<T: Element>(
-    re: &[T],
-    im: &[T],
+    src: &[T],
     out: &mut [T],
-    ore: &mut [T],
-    oim: &mut [T],
+    b: RowBufs<'_, T>,
     p: &plan::Plan<T>,
     sc: &mut plan::Scratch<T>,
     (wr, wi): (&[T], &[T]),
@@ -392,9 +387,12 @@ fn irfft_row<T: Element>(
 ) {
     let n = out.len();
     let s = T::from_f64(scale);
-    let bins = re.len().min(n / 2 + 1);
+    let bins = (src.len() / 2).min(n / 2 + 1);
+    let (ore, oim) = (b.ore, b.oim);
     if n % 2 == 1 || n < 4 {
         // The full spectrum in the row's buffers (missing bins zero).
+        let (re, im) = (&mut b.re[..bins], &mut b.im[..bins]);
+        split_pairs(src, re, im, T::one());
         let (fr, fi) = (ore, oim);
         fr.fill(T::zero());
         fi.fill(T::zero());
@@ -421,14 +419,13 @@ fn irfft_row<T: Element>(
     // of z_j = x_{2j} + i x_{2j+1}. Missing bins are zero; bins 0 and h are real.
     let h = n / 2;
     let padded;
-    let (re, im) = if bins == h + 1 {
-        (&re[..=h], &im[..=h])
+    let x = if bins == h + 1 {
+        &src[..2 * (h + 1)]
     } else {
-        let mut both = vec![T::zero(); 2 * (h + 1)];
-        both[..bins].copy_from_slice(&re[..bins]);
-        both[h + 1..h + 1 + bins].copy_from_slice(&im[..bins]);
-        padded = both;
-        padded.split_at(h + 1)
+        let mut pairs = vec![T::zero(); 2 * (h + 1)];
+        pairs[..2 * bins].copy_from_slice(&src[..2 * bins]);
+        padded = pairs;
+        &padded[..]
     };
     let half_t = T::from_f64(0.5);
     // The conjugate of Z_k, for the inverse transform by conjugation.
@@ -438,15 +435,17 @@ fn irfft_row<T: Element>(
         let (or, oi) = (dr * w.0 + di * w.1, di * w.0 - dr * w.1);
         (er - oi, -(ei + or))
     };
-    (ore[0], oim[0]) = z_conj((re[0], T::zero()), (re[h], T::zero()), (wr[0], wi[0]));
+    let (x0, xh) = ((x[0], T::zero()), (x[2 * h], T::zero()));
+    (ore[0], oim[0]) = z_conj(x0, xh, (wr[0], wi[0]));
     // k = 1..h against j = h − k (which never reaches 0 or h): one forward and one
-    // reversed walk over the same bins, so that the loop vectorises.
-    let ks = re[1..h].iter().zip(&im[1..h]);
-    let js = re[1..h].iter().rev().zip(im[1..h].iter().rev());
+    // reversed walk over the same pairs, read where they lie, so that the loop
+    // vectorises.
+    let ks = x[2..2 * h].chunks_exact(2);
+    let js = x[2..2 * h].chunks_exact(2).rev();
     let ws = wr[1..h].iter().zip(&wi[1..h]);
     let outs = ore[1..h].iter_mut().zip(oim[1..h].iter_mut());
-    for ((((kr, ki), (jr, ji)), (w0, w1)), (or, oi)) in ks.zip(js).zip(ws).zip(outs) {
-        (*or, *oi) = z_conj((*kr, *ki), (*jr, *ji), (*w0, *w1));
+    for (((k, j), (w0, w1)), (or, oi)) in ks.zip(js).zip(ws).zip(outs) {
+        (*or, *oi) = z_conj((k[0], k[1]), (j[0], j[1]), (*w0, *w1));
     }
     let (zr, zi) = p.forward_placed(&mut ore[..h], &mut oim[..h], sc);
     // h·z_j is the conjugate of that transform: x_{2j} = 2s·Re, x_{2j+1} = −2s·Im.
