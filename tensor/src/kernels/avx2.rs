@@ -180,11 +180,12 @@ pub fn tanh(x: &[f32], out: &mut [f32]) {
     })
 }
 
-/// erfc(−x/√2) by the Chebyshev fit of `special::erfc_fast` (relative error 1.2e-7),
-/// and e^{−x²/2}: the two pieces of GELU and its derivative.
+/// The pieces of erfc(y), y = −x/√2, by the Chebyshev fit of `special::erfc_fast`
+/// (relative error 1.2e-7): t = 1/(1 + |y|/2), the fit's exponent p (erfc(|y|) =
+/// t·e^{p − y²}), |y|, and the mask of the lanes where y < 0 (erfc(y) = 2 − erfc(|y|)).
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-fn erfc_neg_scaled8(x: __m256) -> (__m256, __m256) {
+fn erfc_neg_scaled_parts(x: __m256) -> (__m256, __m256, __m256, __m256) {
     let y = _mm256_mul_ps(x, splat(-std::f32::consts::FRAC_1_SQRT_2));
     let z = abs8(y);
     let t = _mm256_div_ps(splat(1.0), _mm256_fmadd_ps(z, splat(0.5), splat(1.0)));
@@ -202,20 +203,23 @@ fn erfc_neg_scaled8(x: __m256) -> (__m256, __m256) {
     ] {
         p = _mm256_fmadd_ps(p, t, splat(c));
     }
-    // e^{−z²} = e^{−x²/2}
-    let gauss = exp8(_mm256_mul_ps(_mm256_mul_ps(z, z), splat(-1.0)));
-    let r = _mm256_mul_ps(_mm256_mul_ps(t, gauss), exp8(p));
     let negative = _mm256_cmp_ps::<_CMP_LT_OQ>(y, splat(0.0));
-    (
-        _mm256_blendv_ps(r, _mm256_sub_ps(splat(2.0), r), negative),
-        gauss,
-    )
+    (t, p, z, negative)
+}
+
+/// erfc(−x/√2) from erfc(|y|) = t·e^{p − z²} (however that was computed).
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn erfc_from(r: __m256, negative: __m256) -> __m256 {
+    _mm256_blendv_ps(r, _mm256_sub_ps(splat(2.0), r), negative)
 }
 
 #[target_feature(enable = "avx2,fma")]
 pub fn gelu(x: &[f32], out: &mut [f32]) {
     apply!(x, out, |v| {
-        let (erfc, _) = erfc_neg_scaled8(v);
+        // One exponential, e^{p − z²}, as the fit is written.
+        let (t, p, z, negative) = erfc_neg_scaled_parts(v);
+        let erfc = erfc_from(_mm256_mul_ps(t, exp8(_mm256_fnmadd_ps(z, z, p))), negative);
         _mm256_mul_ps(_mm256_mul_ps(splat(0.5), v), erfc)
     })
 }
@@ -225,7 +229,10 @@ pub fn gelu_grad(x: &[f32], out: &mut [f32]) {
     // 1/√(2π)
     const INV_SQRT_2PI: f32 = 0.398_942_3;
     apply!(x, out, |v| {
-        let (erfc, gauss) = erfc_neg_scaled8(v);
+        // e^{−z²} = e^{−x²/2} is the density's factor too: two exponentials.
+        let (t, p, z, negative) = erfc_neg_scaled_parts(v);
+        let gauss = exp8(_mm256_mul_ps(_mm256_mul_ps(z, z), splat(-1.0)));
+        let erfc = erfc_from(_mm256_mul_ps(_mm256_mul_ps(t, gauss), exp8(p)), negative);
         let pdf = _mm256_mul_ps(gauss, splat(INV_SQRT_2PI));
         _mm256_fmadd_ps(v, pdf, _mm256_mul_ps(splat(0.5), erfc))
     })
