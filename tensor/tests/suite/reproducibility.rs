@@ -177,37 +177,37 @@ fn ffts_are_thread_count_invariant() {
     // Bluestein (97), the real transforms' even and odd paths; the strided axes
     // are moved last and back.
     let mut rng = Rng::new(11);
-    let c32 =
+    let normal32 =
         |shape: &[usize], rng: &mut Rng| Tensor::<f32>::rand_normal(shape, 0.0, 1.0, rng).unwrap();
-    let c64 =
+    let normal64 =
         |shape: &[usize], rng: &mut Rng| Tensor::<f64>::rand_normal(shape, 0.0, 1.0, rng).unwrap();
     let norm = tensor::fft::Norm::Backward;
     for n in [64, 1024, 4096] {
-        let z = c32(&[(1 << 18) / n, n, 2], &mut rng);
+        let z = normal32(&[(1 << 18) / n, n, 2], &mut rng);
         check("fft f32", || bits32(&z.fft(1, norm).unwrap()));
         check("ifft f32", || bits32(&z.ifft(1, norm).unwrap()));
     }
-    let z = c64(&[512, 256, 2], &mut rng);
+    let z = normal64(&[512, 256, 2], &mut rng);
     check("fft f64 Stockham", || bits64(&z.fft(1, norm).unwrap()));
-    let z = c32(&[11000, 12, 2], &mut rng);
+    let z = normal32(&[11000, 12, 2], &mut rng);
     check("fft f32 mixed radix", || bits32(&z.fft(1, norm).unwrap()));
-    let z = c64(&[97, 1400, 2], &mut rng);
+    let z = normal64(&[97, 1400, 2], &mut rng);
     check("fft f64 Bluestein, axis 0", || {
         bits64(&z.fft(0, norm).unwrap())
     });
-    let x = c32(&[128, 4096], &mut rng);
+    let x = normal32(&[128, 4096], &mut rng);
     check("rfft f32", || bits32(&x.rfft(1, norm).unwrap()));
-    let x = c64(&[300, 1001], &mut rng);
+    let x = normal64(&[300, 1001], &mut rng);
     check("rfft f64 odd length", || bits64(&x.rfft(1, norm).unwrap()));
-    let spectrum = c32(&[256, 513, 2], &mut rng);
+    let spectrum = normal32(&[256, 513, 2], &mut rng);
     check("irfft f32", || {
         bits32(&spectrum.irfft(1, 1024, norm).unwrap())
     });
-    let spectrum = c64(&[600, 251, 2], &mut rng);
+    let spectrum = normal64(&[600, 251, 2], &mut rng);
     check("irfft f64 odd length", || {
         bits64(&spectrum.irfft(1, 501, norm).unwrap())
     });
-    let images = c32(&[16, 128, 128], &mut rng);
+    let images = normal32(&[16, 128, 128], &mut rng);
     check("rfft2 and irfft2 f32", || {
         let y = images.rfft2((1, 2), norm).unwrap();
         (
