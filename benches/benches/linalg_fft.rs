@@ -48,6 +48,19 @@ fn linalg(c: &mut Criterion) {
             b.iter(|| black_box(a.eigh().unwrap()))
         });
     }
+    // Cholesky beside the GEMM at n = 1024, where a factorisation's team of threads
+    // (`parallel::with_team`) pays the most.
+    let n = 1024;
+    let a = spd(n);
+    let nf = n as u64;
+    g.throughput(Throughput::Elements(nf * nf * nf / 3));
+    g.bench_with_input(BenchmarkId::new("cholesky", n), &n, |b, _| {
+        b.iter(|| black_box(a.cholesky().unwrap()))
+    });
+    g.throughput(Throughput::Elements(2 * nf * nf * nf));
+    g.bench_with_input(BenchmarkId::new("gemm", n), &n, |b, _| {
+        b.iter(|| black_box(a.matmul(&a).unwrap()))
+    });
     g.finish();
 }
 

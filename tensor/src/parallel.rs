@@ -4,6 +4,10 @@
 //! the number of threads, and partial results are combined in chunk order. So every
 //! kernel gives bitwise-identical results with 1 thread, 2 threads, or the `parallel`
 //! feature disabled.
+//!
+//! The loops run on rayon's pool, whose idle workers sleep; a region of many short
+//! steps (a blocked factorisation) can run in [`with_team`] instead, whose threads
+//! stay awake between its loops.
 
 /// Elements per chunk of element-wise and reduction work.
 pub const CHUNK: usize = 1 << 14;
@@ -65,7 +69,10 @@ pub fn map_collect<R: Send>(n: usize, work: usize, f: impl Fn(usize) -> R + Sync
 pub fn for_each_index(n: usize, parallel: bool, f: impl Fn(usize) + Sync + Send) {
     #[cfg(feature = "parallel")]
     if parallel && n > 1 && threads() > 1 {
-        return par_for_each_index(n, &f);
+        if !crate::kernels::team::run_on_team(n, &f) {
+            par_for_each_index(n, &f);
+        }
+        return;
     }
     let _ = parallel;
     (0..n).for_each(f);
@@ -83,6 +90,34 @@ pub fn join<A: Send, B: Send>(
     #[cfg(not(feature = "parallel"))]
     {
         (a(), b())
+    }
+}
+
+/// Runs `f` with the other threads kept awake until it returns, its parallel loops
+/// ([`for_each_index`], [`for_each_chunk_if`]) run on them: for a region of many
+/// parallel steps too short to pay for waking rayon's sleeping workers each time
+/// (a blocked factorisation's). Results are the same bits as without it.
+pub fn with_team<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    #[cfg(feature = "parallel")]
+    {
+        crate::kernels::team::with_team(f)
+    }
+    #[cfg(not(feature = "parallel"))]
+    {
+        f()
+    }
+}
+
+/// Whether this thread runs a [`with_team`] region (its parallel loops then cost
+/// about a microsecond to start, not a worker's wake-up).
+pub fn in_team() -> bool {
+    #[cfg(feature = "parallel")]
+    {
+        crate::kernels::team::team_active()
+    }
+    #[cfg(not(feature = "parallel"))]
+    {
+        false
     }
 }
 
@@ -109,7 +144,10 @@ pub fn for_each_chunk_if<T: Send>(
     let chunk = chunk.max(1);
     #[cfg(feature = "parallel")]
     if parallel && out.len() > chunk && threads() > 1 {
-        return par_chunks(out, chunk, &f);
+        if !crate::kernels::team::chunks_on_team(out, chunk, &f) {
+            par_chunks(out, chunk, &f);
+        }
+        return;
     }
     let _ = parallel;
     for (i, c) in out.chunks_mut(chunk).enumerate() {

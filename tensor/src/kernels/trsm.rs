@@ -47,11 +47,16 @@ pub fn solve_lower_columns<T: Scalar + num_traits::Float>(
         ldb >= cols && l.len() >= (nb - 1) * ldl + nb && b.len() >= (nb - 1) * ldb + cols,
         "solve_lower_columns: slices too short"
     );
-    if parallel && cols > SPLIT {
+    let split = if crate::parallel::in_team() {
+        TEAM_SPLIT
+    } else {
+        SPLIT
+    };
+    if parallel && cols > split {
         let base = SharedB(b.as_mut_ptr());
-        crate::parallel::for_each_index(cols.div_ceil(SPLIT), true, |i| {
-            let c0 = i * SPLIT;
-            let w = SPLIT.min(cols - c0);
+        crate::parallel::for_each_index(cols.div_ceil(split), true, |i| {
+            let c0 = i * split;
+            let w = split.min(cols - c0);
             // SAFETY: the tasks own disjoint column ranges c0..c0+w of the nb rows of
             // B, which lie inside `b` (checked above); this one is a slice starting at
             // column c0 that reaches row nb − 1's column c0 + w, touched only here.
@@ -66,6 +71,12 @@ pub fn solve_lower_columns<T: Scalar + num_traits::Float>(
 /// Columns per task of a parallel solve (a whole number of four-vector blocks on
 /// every instruction set).
 const SPLIT: usize = 128;
+
+/// Columns per task of a parallel solve inside a team's region
+/// ([`crate::parallel::with_team`]), where a task starts in about a microsecond:
+/// still whole four-vector blocks of `f64` on every instruction set, and whole
+/// vectors of `f32`.
+const TEAM_SPLIT: usize = 64;
 
 /// The pointer to B that the tasks of a parallel solve share; each writes only its
 /// own columns.

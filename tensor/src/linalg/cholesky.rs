@@ -10,6 +10,12 @@
 //! transposed copy that reads A's lower triangle), where every operand — the
 //! panel to solve, both operands of each update — is a block of contiguous rows, so
 //! no step transposes anything; L is Rᵀ, returned as a transposed view.
+//!
+//! A large single matrix is factored in a team's region
+//! ([`parallel::with_team`](crate::parallel::with_team)): the other threads stay
+//! awake between the steps, so solves and updates split from [`TEAM_WORK`]
+//! multiply-adds rather than from [`PAR_WORK`], where waking rayon's workers for
+//! each would cost more than it saves.
 
 use super::{per_matrix, square_lower};
 use crate::element::Element;
@@ -17,6 +23,7 @@ use crate::error::{Error, Result};
 use crate::kernels::gemm::{self, pack_transposed, Strided};
 use crate::kernels::{solve_lower_columns, MAX_ORDER};
 use crate::layout::Layout;
+use crate::parallel;
 use crate::storage;
 use crate::tensor::Tensor;
 
@@ -28,7 +35,8 @@ const NB: usize = 64;
 const TILE: usize = 32;
 /// Diagonal blocks up to this order are factored by scalar row operations.
 const LEAF: usize = 16;
-/// Multiply-adds of an update or solve below which it stays on one thread. Set by
+/// Multiply-adds of an update or solve below which it stays on one thread, outside a
+/// team's region (a single matrix from [`TEAM_MIN`] runs in one). Set by
 /// measurement on a 2-core machine (the factorisation timed at n = 512, 1024 and
 /// 2048 with thresholds 2²¹ … 2²⁸): below this, the time a second core
 /// saved was less than what the parallel region cost — waking the workers, moving
@@ -39,6 +47,30 @@ const LEAF: usize = 16;
 /// threads than on one (10.1–10.9 against 9.4–9.7 ms); at 2²⁷ only the top update
 /// of n ≥ 2048 is split (66–68 against 77 ms on one thread).
 const PAR_WORK: usize = 1 << 27;
+
+/// Multiply-adds of an update or solve from which it is split inside a team's
+/// region ([`parallel::with_team`]), where the other threads stay awake between
+/// steps and a split costs about a microsecond to start.
+const TEAM_WORK: usize = 1 << 16;
+
+/// Multiply-adds (n³/6) from which a factorisation of one matrix runs in a team's
+/// region: n ≥ 466. Measured on a 2-core VM at two threads (medians of 300, with
+/// and without the team, alternated): at n = 256 the team's start (a rayon
+/// worker's wake-up) and its smaller tasks made it slower (0.50 against 0.40 ms);
+/// at 384 it tied (1.24–1.36 against 1.22–1.38); at 512 it was from 3 % slower to
+/// 30 % faster as the VM's load moved (2.00–2.38 against 1.78–2.71), at 640 10 %
+/// faster (4.36–4.42 against 4.85–4.91), at 1024 1.8× faster (12.5–12.9 against
+/// 22.3–23.2).
+const TEAM_MIN: usize = 1 << 24;
+
+/// Whether an update or solve of `work` multiply-adds is split across the threads.
+fn split(work: usize) -> bool {
+    work >= if parallel::in_team() {
+        TEAM_WORK
+    } else {
+        PAR_WORK
+    }
+}
 
 /// A block of rows of R as a GEMM operand: rows `row..row + depth`, columns
 /// `col..col + width` of the row-major `r` with row stride `ld`.
@@ -101,7 +133,7 @@ fn factor<T: Element>(
 /// halves above that (the second half's rows updated by a GEMM with the first's
 /// solution).
 fn solve_panel<T: Element>(r: &mut [T], ld: usize, at: usize, h: usize, col: usize, w: usize) {
-    let par = h * h * w >= PAR_WORK;
+    let par = split(h * h * w);
     if h <= MAX_ORDER {
         let l11 = lower_copy(r, ld, at, h);
         solve_lower_columns(&l11, h, h, &mut r[at * ld + col..], ld, w, par);
@@ -119,7 +151,7 @@ fn solve_panel<T: Element>(r: &mut [T], ld: usize, at: usize, h: usize, col: usi
         T::one(),
         &mut rest[col..],
         ld,
-        h1 * h2 * w >= PAR_WORK,
+        split(h1 * h2 * w),
     );
     solve_panel(r, ld, at + h1, h2, col, w);
 }
@@ -133,7 +165,7 @@ fn solve_panel<T: Element>(r: &mut [T], ld: usize, at: usize, h: usize, col: usi
 fn update_trailing<T: Element>(r: &mut [T], ld: usize, at: usize, h: usize, col: usize, w: usize) {
     let (top, rest) = r.split_at_mut(col * ld);
     let panel = rows_of(top, ld, at, h, col, w);
-    let par = h * w * w / 2 >= PAR_WORK;
+    let par = split(h * w * w / 2);
     gemm::gemm_upper(
         -T::one(),
         &panel,
@@ -194,14 +226,16 @@ fn factor_leaf<T: Element>(
 /// columns of `r` took three times as long at n = 512). The diagonal tiles are
 /// copied whole: what lands below R's diagonal is never read.
 fn transpose_lower<T: Element>(a: &[T], n: usize, r: &mut [T], ld: usize) {
-    for jb in (0..n).step_by(TILE) {
-        let rows = TILE.min(n - jb);
-        for pb in (0..=jb).step_by(TILE) {
+    // Bands of TILE rows of R, each its own task in a team's region.
+    let band = TILE * ld;
+    parallel::for_each_chunk_if(r, band, parallel::in_team(), |start, out| {
+        let pb = start / ld;
+        for jb in (pb..n).step_by(TILE) {
+            let rows = TILE.min(n - jb);
             let depth = if pb == jb { rows } else { TILE };
-            let out = &mut r[pb * ld + jb..];
-            pack_transposed(a, jb * n + pb, n as isize, rows, depth, out, ld);
+            pack_transposed(a, jb * n + pb, n as isize, rows, depth, &mut out[jb..], ld);
         }
-    }
+    });
 }
 
 /// A row stride of at least `n` that is an odd multiple of 8 elements (64 bytes of
@@ -211,6 +245,32 @@ fn transpose_lower<T: Element>(a: &[T], n: usize, r: &mut [T], ld: usize) {
 /// factorisation took 27 % longer than at n = 512.)
 fn row_stride(n: usize) -> usize {
     (n.div_ceil(8) | 1) * 8
+}
+
+/// R = Lᵀ of the row-major n × n `a` (only its lower triangle read), row-major with
+/// row stride `ld`, zero below the diagonal and in the padding.
+fn factor_matrix<T: Element>(a: &[T], n: usize, ld: usize) -> Result<Vec<T>> {
+    // Aᵀ: its upper triangle is A's lower one. Its rows are padded so that their
+    // stride is not a multiple of 4 KiB, at which the rows a solve or a
+    // transposition walks together would all fall in one set of the L1 cache
+    // (measured: a 512 × 512 f64 factorisation took 2.6× as long).
+    let mut r = storage::scratch(n * ld, T::zero());
+    transpose_lower(a, n, &mut r, ld);
+    factor(&mut r, ld, 0, n).map_err(|(j, d)| {
+        Error::numerical(
+            "cholesky",
+            format!("the matrix is not positive definite: pivot {j} is {d}"),
+        )
+    })?;
+    // Zeros below R's diagonal (above L's), and in the padding.
+    parallel::for_each_chunk_if(&mut r, TILE * ld, parallel::in_team(), |start, rows| {
+        for (i, row) in rows.chunks_exact_mut(ld).enumerate() {
+            let i = start / ld + i;
+            row[..i].fill(T::zero());
+            row[n..].fill(T::zero());
+        }
+    });
+    Ok(r)
 }
 
 impl<T: Element> Tensor<T> {
@@ -225,25 +285,14 @@ impl<T: Element> Tensor<T> {
     pub fn cholesky(&self) -> Result<Tensor<T>> {
         let n = square_lower("cholesky", self)?;
         let ld = row_stride(n);
+        // One matrix: its factorisation may use a team; several: one a thread.
+        let single = self.numel() == n * n;
         let factors = per_matrix(self, n * n * n / 3, |a| {
-            // Aᵀ: its upper triangle is A's lower one. Its rows are padded so that
-            // their stride is not a multiple of 4 KiB, at which the rows a solve or
-            // a transposition walks together would all fall in one set of the L1
-            // cache (measured: a 512 × 512 f64 factorisation took 2.6× as long).
-            let mut r = storage::scratch(n * ld, T::zero());
-            transpose_lower(a, n, &mut r, ld);
-            factor(&mut r, ld, 0, n).map_err(|(j, d)| {
-                Error::numerical(
-                    "cholesky",
-                    format!("the matrix is not positive definite: pivot {j} is {d}"),
-                )
-            })?;
-            // Zeros below R's diagonal (above L's), and in the padding.
-            for (i, row) in r.chunks_exact_mut(ld).enumerate() {
-                row[..i].fill(T::zero());
-                row[n..].fill(T::zero());
+            if single && n * n * n / 6 >= TEAM_MIN {
+                parallel::with_team(|| factor_matrix(a, n, ld))
+            } else {
+                factor_matrix(a, n, ld)
             }
-            Ok(r)
         })?;
         let count = factors.len();
         let data = if count == 1 {

@@ -149,6 +149,22 @@ fn factorizations_are_thread_count_invariant() {
         assert!(err <= 1e-10 * 1408.0, "L Lᵀ − A is {err}");
         bits64(&l)
     });
+    // From n ≈ 466 a single factorisation runs in a team's region (helpers kept
+    // awake, its solves and updates split from 2¹⁶ multiply-adds); 500 cuts the
+    // blocks of 64 and the solves' column tasks.
+    let m500 = Tensor::<f64>::rand_normal(&[500, 500], 0.0, 1.0, &mut rng).unwrap();
+    let spd500 = m500
+        .matmul(&m500.t().unwrap())
+        .unwrap()
+        .add(&Tensor::eye(500).unwrap().mul_scalar(50.0))
+        .unwrap();
+    check("cholesky in a team, f64", || {
+        bits64(&spd500.cholesky().unwrap())
+    });
+    let spd500_32 = spd500.cast::<f32>();
+    check("cholesky in a team, f32", || {
+        bits32(&spd500_32.cholesky().unwrap())
+    });
     check("eigh", || {
         let (values, vectors) = spd.eigh().unwrap();
         (bits64(&values), bits64(&vectors))

@@ -337,7 +337,10 @@ fn gemm_in<T: Scalar>(
         }
         return;
     }
-    let threads = if parallel && m.saturating_mul(n).saturating_mul(k) >= PAR_WORK {
+    // In a team's region the caller has judged the split worth it: starting a
+    // parallel loop there costs about a microsecond, not a worker's wake-up.
+    let large = m.saturating_mul(n).saturating_mul(k) >= PAR_WORK;
+    let threads = if parallel && (large || parallel::in_team()) {
         parallel::threads()
     } else {
         1
@@ -360,7 +363,7 @@ fn gemm_in<T: Scalar>(
             parallel::for_each_chunk_if(
                 apack.as_mut_slice(),
                 panel_len,
-                threads > 1 && kbs.len() * per_block >= 1 << 16,
+                threads > 1 && (kbs.len() * per_block >= 1 << 16 || parallel::in_team()),
                 |start, out| {
                     let (t, r) = (start / per_block, start % per_block / panel_len);
                     let (k0, kc) = depth(kb0 + t);
