@@ -36,7 +36,7 @@ const TILE: usize = 32;
 /// Diagonal blocks up to this order are factored by scalar row operations.
 const LEAF: usize = 16;
 /// Multiply-adds of an update or solve below which it stays on one thread, outside a
-/// team's region (a single matrix from [`TEAM_MIN`] runs in one). Set by
+/// team's region (a single matrix of order 448 or more runs in one). Set by
 /// measurement on a 2-core machine (the factorisation timed at n = 512, 1024 and
 /// 2048 with thresholds 2²¹ … 2²⁸): below this, the time a second core
 /// saved was less than what the parallel region cost — waking the workers, moving
@@ -52,16 +52,6 @@ const PAR_WORK: usize = 1 << 27;
 /// region ([`parallel::with_team`]), where the other threads stay awake between
 /// steps and a split costs about a microsecond to start.
 const TEAM_WORK: usize = 1 << 16;
-
-/// Multiply-adds (n³/6) from which a factorisation of one matrix runs in a team's
-/// region: n ≥ 466. Measured on a 2-core VM at two threads (medians of 300, with
-/// and without the team, alternated): at n = 256 the team's start (a rayon
-/// worker's wake-up) and its smaller tasks made it slower (0.50 against 0.40 ms);
-/// at 384 it tied (1.24–1.36 against 1.22–1.38); at 512 it was from 3 % slower to
-/// 30 % faster as the VM's load moved (2.00–2.38 against 1.78–2.71), at 640 10 %
-/// faster (4.36–4.42 against 4.85–4.91), at 1024 1.8× faster (12.5–12.9 against
-/// 22.3–23.2).
-const TEAM_MIN: usize = 1 << 24;
 
 /// Whether an update or solve of `work` multiply-adds is split across the threads.
 fn split(work: usize) -> bool {
@@ -288,11 +278,7 @@ impl<T: Element> Tensor<T> {
         // One matrix: its factorisation may use a team; several: one a thread.
         let single = self.numel() == n * n;
         let factors = per_matrix(self, n * n * n / 3, |a| {
-            if single && n * n * n / 6 >= TEAM_MIN {
-                parallel::with_team(|| factor_matrix(a, n, ld))
-            } else {
-                factor_matrix(a, n, ld)
-            }
+            super::in_team_if(single, n, || factor_matrix(a, n, ld))
         })?;
         let count = factors.len();
         let data = if count == 1 {

@@ -324,9 +324,11 @@ impl<T: Element> Tensor<T> {
     /// A = V diag(λ) Vᵀ. Computed in f64; accurate to about 1e-14 relative to ‖A‖.
     pub fn eigh(&self) -> Result<(Tensor<T>, Tensor<T>)> {
         let n = square_lower("eigh", self)?;
+        let single = self.numel() == n * n;
         let parts = per_matrix(self, 8 * n * n * n, |m| {
             let a: Vec<f64> = m.iter().map(|v| v.as_f64()).collect();
-            crate::kernels::simd_scope(|| eigh_f64(&a, n)).map_err(|l| {
+            let eigh = || crate::kernels::simd_scope(|| eigh_f64(&a, n));
+            super::in_team_if(single, n, eigh).map_err(|l| {
                 Error::numerical(
                     "eigh",
                     format!("eigenvalue {l} did not converge in 60 QL iterations"),

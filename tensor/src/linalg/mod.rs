@@ -109,6 +109,29 @@ pub(crate) fn per_matrix<T: Element, R: Send>(
 /// against 21–21.5 ms with this one (and 19–20.5 ms on one thread).
 const PAR_WORK: usize = 1 << 26;
 
+/// Multiply-adds from which a product is split inside a team's region
+/// ([`parallel::with_team`]), where a parallel loop starts in about a microsecond.
+const TEAM_WORK: usize = 1 << 16;
+
+/// Runs the factorisation `f` of one matrix whose smaller side is `order` in a team's
+/// region when the matrix is alone (`single`: a batch runs one matrix a thread) and
+/// `order` reaches [`TEAM_MIN_ORDER`]; otherwise directly.
+pub(crate) fn in_team_if<R: Send>(single: bool, order: usize, f: impl FnOnce() -> R + Send) -> R {
+    if single && order >= TEAM_MIN_ORDER {
+        parallel::with_team(f)
+    } else {
+        f()
+    }
+}
+
+/// The order from which a single matrix's factorisation runs in a team's region.
+/// Measured on a 2-core VM at two threads (medians, with and without the team,
+/// alternated): at n = 256 the team's start (a rayon worker's wake-up) and its
+/// smaller tasks made every factorisation slower (Cholesky 0.50 against 0.40 ms, QR
+/// 6.52 against 5.75, `eigh` 18.3 against 17.1); at 384 Cholesky tied; from 512 all
+/// three were faster (see the README's performance section).
+const TEAM_MIN_ORDER: usize = 448;
+
 /// `C ← α·A·B + β·C` for the `a.rows × b.cols` matrix C at the start of `c` (row
 /// stride `ldc`), split across the threads from [`PAR_WORK`] multiply-adds; the
 /// GEMM computes each element with the same operations whatever the split, so the
@@ -128,6 +151,11 @@ pub(crate) fn gemm_rows(
         beta,
         c,
         ldc,
-        a.rows * a.cols * b.cols >= PAR_WORK,
+        a.rows * a.cols * b.cols
+            >= if parallel::in_team() {
+                TEAM_WORK
+            } else {
+                PAR_WORK
+            },
     );
 }

@@ -103,9 +103,11 @@ impl<T: Element> Tensor<T> {
         finite("qr", self)?;
         let (m, n) = (s[s.len() - 2], s[s.len() - 1]);
         let k = m.min(n);
+        let single = self.numel() == m * n;
         let parts = per_matrix(self, 2 * m * n * k, |a| {
             let a: Vec<f64> = a.iter().map(|v| v.as_f64()).collect();
-            Ok(crate::kernels::simd_scope(|| qr_f64(&a, m, n)))
+            let qr = || crate::kernels::simd_scope(|| qr_f64(&a, m, n));
+            Ok(super::in_team_if(single, k, qr))
         })?;
         let batch = &s[..s.len() - 2];
         let (mut qs, mut rs) = (batch.to_vec(), batch.to_vec());

@@ -149,7 +149,7 @@ fn factorizations_are_thread_count_invariant() {
         assert!(err <= 1e-10 * 1408.0, "L Lᵀ − A is {err}");
         bits64(&l)
     });
-    // From n ≈ 466 a single factorisation runs in a team's region (helpers kept
+    // From order 448 a single factorisation runs in a team's region (helpers kept
     // awake, its solves and updates split from 2¹⁶ multiply-adds); 500 cuts the
     // blocks of 64 and the solves' column tasks.
     let m500 = Tensor::<f64>::rand_normal(&[500, 500], 0.0, 1.0, &mut rng).unwrap();
@@ -169,6 +169,12 @@ fn factorizations_are_thread_count_invariant() {
         let (values, vectors) = spd.eigh().unwrap();
         (bits64(&values), bits64(&vectors))
     });
+    // A leading block of an SPD matrix is SPD (and symmetric).
+    let spd460 = spd500.narrow(0, 0, 460).unwrap().narrow(1, 0, 460).unwrap();
+    check("eigh in a team", || {
+        let (values, vectors) = spd460.eigh().unwrap();
+        (bits64(&values), bits64(&vectors))
+    });
     let tall = Tensor::<f64>::rand_normal(&[600, 400], 0.0, 1.0, &mut rng).unwrap();
     for a in [tall.clone(), tall.t().unwrap()] {
         check("qr", || {
@@ -176,8 +182,8 @@ fn factorizations_are_thread_count_invariant() {
             (bits64(&q), bits64(&r))
         });
     }
-    // QR's compact-WY products go parallel only from 2²⁶ multiply-adds: at
-    // 2200 × 1100 the first panels' updates (32 × 2200 × 1068) do.
+    // A single matrix of order 448 or more is factored in a team's region, its
+    // compact-WY products split from 2¹⁶ multiply-adds (outside one, from 2²⁶).
     let big = Tensor::<f64>::rand_normal(&[2200, 1100], 0.0, 1.0, &mut rng).unwrap();
     check("qr parallel updates", || {
         let (q, r) = big.qr().unwrap();
