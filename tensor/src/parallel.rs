@@ -69,10 +69,7 @@ pub fn map_collect<R: Send>(n: usize, work: usize, f: impl Fn(usize) -> R + Sync
 pub fn for_each_index(n: usize, parallel: bool, f: impl Fn(usize) + Sync + Send) {
     #[cfg(feature = "parallel")]
     if parallel && n > 1 && threads() > 1 {
-        if !crate::kernels::team::run_on_team(n, &f) {
-            par_for_each_index(n, &f);
-        }
-        return;
+        return par_for_each_index(n, &f);
     }
     let _ = parallel;
     (0..n).for_each(f);
@@ -85,6 +82,9 @@ pub fn join<A: Send, B: Send>(
 ) -> (A, B) {
     #[cfg(feature = "parallel")]
     {
+        if team::team_active() {
+            return team::join_on_team(a, b);
+        }
         rayon::join(a, b)
     }
     #[cfg(not(feature = "parallel"))]
@@ -93,10 +93,13 @@ pub fn join<A: Send, B: Send>(
     }
 }
 
-/// Runs `f` with the other threads kept awake until it returns, its parallel loops
-/// ([`for_each_index`], [`for_each_chunk_if`]) run on them: for a region of many
-/// parallel steps too short to pay for waking rayon's sleeping workers each time
-/// (a blocked factorisation's). Results are the same bits as without it.
+/// Runs `f` with the other threads kept awake until it returns, the parallel loops
+/// of this module (and [`join`]) that it runs on its own thread run on them: for a
+/// region of many parallel steps too short to pay for waking rayon's sleeping
+/// workers each time (a blocked factorisation's). The helpers spin while `f` works
+/// alone, so a region should be short. Results are the same bits as without it.
+/// (A training step gains nothing from one: an MLP step at two threads took
+/// 4.94–5.08 ms in a team and 5.04–5.26 without, its workers already awake.)
 pub fn with_team<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     #[cfg(feature = "parallel")]
     {
@@ -144,10 +147,7 @@ pub fn for_each_chunk_if<T: Send>(
     let chunk = chunk.max(1);
     #[cfg(feature = "parallel")]
     if parallel && out.len() > chunk && threads() > 1 {
-        if !crate::kernels::team::chunks_on_team(out, chunk, &f) {
-            par_chunks(out, chunk, &f);
-        }
-        return;
+        return par_chunks(out, chunk, &f);
     }
     let _ = parallel;
     for (i, c) in out.chunks_mut(chunk).enumerate() {
@@ -199,11 +199,19 @@ pub fn for_each_chunk_of_each<T: Send>(
 // once per closure in every crate that calls a helper: in the autograd test suite
 // that machinery was a sixth of the machine code, and its compilation time with it.
 // The dynamic call costs nothing beside a chunk's work.
+//
+// Inside a team's region ([`with_team`]) each loop runs on the team instead.
+
+#[cfg(feature = "parallel")]
+use crate::kernels::team;
 
 /// The parallel loop of [`for_each_chunk_sized`] and [`for_each_chunk_if`].
 #[cfg(feature = "parallel")]
 fn par_chunks<T: Send>(out: &mut [T], chunk: usize, f: &(dyn Fn(usize, &mut [T]) + Sync)) {
     use rayon::prelude::*;
+    if team::chunks_on_team(out, chunk, f) {
+        return;
+    }
     out.par_chunks_mut(chunk)
         .enumerate()
         .for_each(|(i, c)| f(i * chunk, c));
@@ -213,6 +221,14 @@ fn par_chunks<T: Send>(out: &mut [T], chunk: usize, f: &(dyn Fn(usize, &mut [T])
 #[cfg(feature = "parallel")]
 fn par_map<R: Send>(n: usize, f: &(dyn Fn(usize) -> R + Sync)) -> Vec<R> {
     use rayon::prelude::*;
+    if team::team_active() {
+        let mut out: Vec<Option<R>> = (0..n).map(|_| None).collect();
+        team::chunks_on_team(&mut out, 1, &|i, slot| slot[0] = Some(f(i)));
+        return out
+            .into_iter()
+            .map(|r| r.expect("every task ran"))
+            .collect();
+    }
     (0..n).into_par_iter().map(f).collect()
 }
 
@@ -220,6 +236,9 @@ fn par_map<R: Send>(n: usize, f: &(dyn Fn(usize) -> R + Sync)) -> Vec<R> {
 #[cfg(feature = "parallel")]
 fn par_for_each_index(n: usize, f: &(dyn Fn(usize) + Sync)) {
     use rayon::prelude::*;
+    if team::run_on_team(n, f) {
+        return;
+    }
     (0..n).into_par_iter().for_each(f);
 }
 
@@ -235,6 +254,13 @@ type PieceFn<'f, T> = dyn Fn(usize, usize, &mut [&mut [T]]) + Sync + 'f;
 #[cfg(feature = "parallel")]
 fn par_pieces<T: Send>(pieces: &mut [Piece<'_, T>], f: &PieceFn<'_, T>) {
     use rayon::prelude::*;
+    let on_team = |_: usize, p: &mut [Piece<'_, T>]| {
+        let (gi, start, chunks) = &mut p[0];
+        f(*gi, *start, chunks)
+    };
+    if team::chunks_on_team(pieces, 1, &on_team) {
+        return;
+    }
     pieces
         .par_iter_mut()
         .for_each(|(gi, start, p)| f(*gi, *start, p));

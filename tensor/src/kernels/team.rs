@@ -4,9 +4,9 @@
 //! Cholesky's whole step at n = 512 (a join of two 50 µs tasks took 63 µs with the
 //! workers hot and 114–118 µs after 500 µs of serial work, on a 2-core VM).
 //!
-//! Inside [`with_team`], the calling thread's parallel loops
-//! ([`crate::parallel::for_each_index`], [`crate::parallel::for_each_chunk_if`])
-//! hand their tasks to helpers that spin between loops instead of to rayon. Both the
+//! Inside [`with_team`], the calling thread's parallel loops (every loop of
+//! [`crate::parallel`], and its `join`) hand their tasks to helpers that spin
+//! between loops instead of to rayon. Both the
 //! caller and the helpers claim tasks from one counter, so the caller never waits
 //! for a helper to start: if none does, it runs every task itself. Who runs a task
 //! never changes what it computes, so results stay the same bits whatever the
@@ -15,6 +15,7 @@
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// A task list as the team runs it.
 type Job<'a> = &'a (dyn Fn(usize) + Sync + 'a);
@@ -198,6 +199,34 @@ pub(crate) fn chunks_on_team<T: Send>(
     })
 }
 
+/// `(a(), b())` with `a` and `b` as two tasks of this thread's team (which must be
+/// active: see [`team_active`]).
+pub(crate) fn join_on_team<A: Send, B: Send>(
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    let (a, b) = (Mutex::new(Some(a)), Mutex::new(Some(b)));
+    let (ra, rb) = (Mutex::new(None), Mutex::new(None));
+    let ran = run_on_team(2, &|i| {
+        if i == 0 {
+            let a = a.lock().expect("unpoisoned").take().expect("run once");
+            *ra.lock().expect("unpoisoned") = Some(a());
+        } else {
+            let b = b.lock().expect("unpoisoned").take().expect("run once");
+            *rb.lock().expect("unpoisoned") = Some(b());
+        }
+    });
+    assert!(ran, "join_on_team outside a team's region");
+    (taken(ra), taken(rb))
+}
+
+/// The value a task left in `slot`.
+fn taken<R>(slot: Mutex<Option<R>>) -> R {
+    slot.into_inner()
+        .expect("unpoisoned")
+        .expect("the task ran")
+}
+
 /// A slice's base pointer that a team's tasks share; each touches its own piece.
 struct SharedSlice<T>(*mut T);
 // SAFETY: tasks write disjoint pieces (see `chunks_on_team`).
@@ -288,6 +317,34 @@ mod tests {
             })
         });
         assert!(out.iter().enumerate().all(|(i, &v)| v == i + 1));
+    }
+
+    #[test]
+    fn every_kind_of_parallel_loop_gives_its_result_in_a_team() {
+        in_pool(2, || {
+            with_team(|| {
+                let n = 1 << 19;
+                let squares = parallel::map_collect(1000, n, |i| i * i);
+                assert!(squares.iter().enumerate().all(|(i, &v)| v == i * i));
+                let mut out = vec![0u32; n];
+                parallel::for_each_chunk(&mut out, |start, c| {
+                    for (i, v) in c.iter_mut().enumerate() {
+                        *v = (start + i) as u32;
+                    }
+                });
+                assert!(out.iter().enumerate().all(|(i, &v)| v == i as u32));
+                let (mut a, mut b) = (vec![0u32; n], vec![0u32; n / 2]);
+                let mut groups = vec![vec![&mut a[..]], vec![&mut b[..]]];
+                parallel::for_each_chunk_of_each(&mut groups, 1000, |g, start, c| {
+                    for (i, v) in c[0].iter_mut().enumerate() {
+                        *v = (g * n + start + i) as u32;
+                    }
+                });
+                assert!(a.iter().enumerate().all(|(i, &v)| v == i as u32));
+                assert!(b.iter().enumerate().all(|(i, &v)| v == (n + i) as u32));
+                assert_eq!(parallel::join(|| 1, || "two"), (1, "two"));
+            })
+        });
     }
 
     #[test]
