@@ -6,11 +6,10 @@
 //!
 //! Inside [`with_team`], the calling thread's parallel loops (every loop of
 //! [`crate::parallel`], and its `join`) hand their tasks to helpers that spin
-//! between loops instead of to rayon. Both the
-//! caller and the helpers claim tasks from one counter, so the caller never waits
-//! for a helper to start: if none does, it runs every task itself. Who runs a task
-//! never changes what it computes, so results stay the same bits whatever the
-//! thread count.
+//! between loops instead of to rayon. Both the caller and the helpers claim tasks
+//! from one counter, so the caller never waits for a helper to start: if none does,
+//! it runs every task itself. Who runs a task never changes what it computes, so
+//! results stay the same bits whatever the thread count.
 
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
