@@ -39,6 +39,25 @@ pub use rotations::{rotate_rows, PlaneRotation};
 pub use runs::{copy_run, gather_runs, zero_run};
 pub use trsm::{solve_lower_columns, MAX_ORDER};
 
+/// A slice's base pointer that the tasks of a parallel loop share, each writing
+/// only its own elements (a triangular solve's columns, a team's pieces).
+pub(crate) struct SharedMut<T>(*mut T);
+// SAFETY: every user hands each task a disjoint set of elements (see the uses).
+unsafe impl<T: Send> Send for SharedMut<T> {}
+unsafe impl<T: Send> Sync for SharedMut<T> {}
+
+impl<T> SharedMut<T> {
+    /// The wrapper of `data`'s base pointer.
+    pub(crate) fn new(data: &mut [T]) -> Self {
+        SharedMut(data.as_mut_ptr())
+    }
+    /// The pointer to element `i` (a method, so that closures capture the whole
+    /// `Sync` wrapper rather than its raw field).
+    pub(crate) fn at(&self, i: usize) -> *mut T {
+        self.0.wrapping_add(i)
+    }
+}
+
 /// A strided matrix view into a slice (rows and columns with their strides).
 #[derive(Clone, Copy, Debug)]
 pub struct MatRef<'a, T> {

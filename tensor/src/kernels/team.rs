@@ -187,7 +187,7 @@ pub(crate) fn chunks_on_team<T: Send>(
     if !team_active() {
         return false;
     }
-    let (len, base) = (out.len(), SharedSlice(out.as_mut_ptr()));
+    let (len, base) = (out.len(), super::SharedMut::new(out));
     run_on_team(len.div_ceil(chunk), &|i| {
         let start = i * chunk;
         // SAFETY: task i alone owns elements start..start + its length of `out`,
@@ -224,19 +224,6 @@ fn taken<R>(slot: Mutex<Option<R>>) -> R {
     slot.into_inner()
         .expect("unpoisoned")
         .expect("the task ran")
-}
-
-/// A slice's base pointer that a team's tasks share; each touches its own piece.
-struct SharedSlice<T>(*mut T);
-// SAFETY: tasks write disjoint pieces (see `chunks_on_team`).
-unsafe impl<T: Send> Send for SharedSlice<T> {}
-unsafe impl<T: Send> Sync for SharedSlice<T> {}
-
-impl<T> SharedSlice<T> {
-    /// The pointer to element `i` (a method, so closures capture the `Sync` wrapper).
-    fn at(&self, i: usize) -> *mut T {
-        self.0.wrapping_add(i)
-    }
 }
 
 /// The span of a team's region on its calling thread: sets [`ACTIVE`], and on drop

@@ -53,7 +53,7 @@ pub fn solve_lower_columns<T: Scalar + num_traits::Float>(
         SPLIT
     };
     if parallel && cols > split {
-        let base = SharedB(b.as_mut_ptr());
+        let base = super::SharedMut::new(b);
         crate::parallel::for_each_index(cols.div_ceil(split), true, |i| {
             let c0 = i * split;
             let w = split.min(cols - c0);
@@ -77,21 +77,6 @@ const SPLIT: usize = 128;
 /// still whole four-vector blocks of `f64` on every instruction set, and whole
 /// vectors of `f32`.
 const TEAM_SPLIT: usize = 64;
-
-/// The pointer to B that the tasks of a parallel solve share; each writes only its
-/// own columns.
-struct SharedB<T>(*mut T);
-// SAFETY: tasks write disjoint columns of B (see `solve_lower_columns`).
-unsafe impl<T: Send> Send for SharedB<T> {}
-unsafe impl<T: Send> Sync for SharedB<T> {}
-
-impl<T> SharedB<T> {
-    /// The pointer to element `i` (a method, so that closures capture the whole
-    /// `Sync` wrapper rather than its raw field).
-    fn at(&self, i: usize) -> *mut T {
-        self.0.wrapping_add(i)
-    }
-}
 
 /// [`solve_lower_columns`] on the calling thread (bounds already checked).
 fn solve_block<T: Scalar + num_traits::Float>(
