@@ -82,6 +82,9 @@ pub fn join<A: Send, B: Send>(
 ) -> (A, B) {
     #[cfg(feature = "parallel")]
     {
+        if team::in_task() {
+            return (a(), b());
+        }
         if team::team_active() {
             return team::join_on_team(a, b);
         }
@@ -200,7 +203,8 @@ pub fn for_each_chunk_of_each<T: Send>(
 // that machinery was a sixth of the machine code, and its compilation time with it.
 // The dynamic call costs nothing beside a chunk's work.
 //
-// Inside a team's region ([`with_team`]) each loop runs on the team instead.
+// Inside a team's region ([`with_team`]) each loop runs on the team instead, and
+// inside one of its tasks on the task's thread alone.
 
 #[cfg(feature = "parallel")]
 use crate::kernels::team;
@@ -209,6 +213,12 @@ use crate::kernels::team;
 #[cfg(feature = "parallel")]
 fn par_chunks<T: Send>(out: &mut [T], chunk: usize, f: &(dyn Fn(usize, &mut [T]) + Sync)) {
     use rayon::prelude::*;
+    if team::in_task() {
+        for (i, c) in out.chunks_mut(chunk).enumerate() {
+            f(i * chunk, c);
+        }
+        return;
+    }
     if team::chunks_on_team(out, chunk, f) {
         return;
     }
@@ -221,6 +231,9 @@ fn par_chunks<T: Send>(out: &mut [T], chunk: usize, f: &(dyn Fn(usize, &mut [T])
 #[cfg(feature = "parallel")]
 fn par_map<R: Send>(n: usize, f: &(dyn Fn(usize) -> R + Sync)) -> Vec<R> {
     use rayon::prelude::*;
+    if team::in_task() {
+        return (0..n).map(f).collect();
+    }
     if team::team_active() {
         let mut out: Vec<Option<R>> = (0..n).map(|_| None).collect();
         team::chunks_on_team(&mut out, 1, &|i, slot| slot[0] = Some(f(i)));
@@ -236,6 +249,9 @@ fn par_map<R: Send>(n: usize, f: &(dyn Fn(usize) -> R + Sync)) -> Vec<R> {
 #[cfg(feature = "parallel")]
 fn par_for_each_index(n: usize, f: &(dyn Fn(usize) + Sync)) {
     use rayon::prelude::*;
+    if team::in_task() {
+        return (0..n).for_each(f);
+    }
     if team::run_on_team(n, f) {
         return;
     }
@@ -258,6 +274,12 @@ fn par_pieces<T: Send>(pieces: &mut [Piece<'_, T>], f: &PieceFn<'_, T>) {
         let (gi, start, chunks) = &mut p[0];
         f(*gi, *start, chunks)
     };
+    if team::in_task() {
+        for (gi, start, p) in pieces.iter_mut() {
+            f(*gi, *start, p);
+        }
+        return;
+    }
     if team::chunks_on_team(pieces, 1, &on_team) {
         return;
     }

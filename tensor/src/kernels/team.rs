@@ -146,7 +146,7 @@ thread_local! {
 /// another team's region or task, it is just `f()`.
 pub fn with_team<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     let helpers = crate::parallel::threads().saturating_sub(1);
-    if helpers == 0 || team_active() || IN_TASK.with(Cell::get) {
+    if helpers == 0 || team_active() || in_task() {
         return f();
     }
     let team = Team::new();
@@ -162,6 +162,13 @@ pub fn with_team<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 /// Whether this thread is inside a team's region (and not inside one of its tasks).
 pub fn team_active() -> bool {
     ACTIVE.with(|a| !a.get().is_null())
+}
+
+/// Whether this thread is running one of a team's tasks. Its own parallel loops then
+/// run on it alone: a task that waited on rayon could pick up another team's helper
+/// job and spin in it until that region ended, which might be waiting on this one.
+pub fn in_task() -> bool {
+    IN_TASK.with(Cell::get)
 }
 
 /// Runs `f(i)` for `i < n` on this thread's team and returns true, or returns false
@@ -360,7 +367,7 @@ mod tests {
         in_pool(2, || {
             with_team(|| {
                 parallel::for_each_index(4, true, |_| {
-                    assert!(!team_active(), "a task's loops go back to rayon");
+                    assert!(!team_active() && in_task());
                     // A region inside a task is just its closure.
                     with_team(|| assert!(!team_active()));
                 });
