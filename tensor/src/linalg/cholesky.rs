@@ -17,7 +17,7 @@
 //! multiply-adds rather than from [`PAR_WORK`], where waking rayon's workers for
 //! each would cost more than it saves.
 
-use super::{per_matrix, square_lower};
+use super::{lower_not_finite, per_matrix, square_order};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::kernels::gemm::{self, pack_transposed, Strided};
@@ -26,6 +26,7 @@ use crate::layout::Layout;
 use crate::parallel;
 use crate::storage;
 use crate::tensor::Tensor;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Rows per block of a trailing update split into blocks of rows.
 const NB: usize = 64;
@@ -214,10 +215,12 @@ fn factor_leaf<T: Element>(
 /// `r` (row stride `ld`), transposed, by tiles of [`TILE`] × [`TILE`] that stay in
 /// the L1 cache on both sides (a copy that walked whole rows of `a` against whole
 /// columns of `r` took three times as long at n = 512). The diagonal tiles are
-/// copied whole: what lands below R's diagonal is never read.
-fn transpose_lower<T: Element>(a: &[T], n: usize, r: &mut [T], ld: usize) {
+/// copied whole: what lands below R's diagonal is never read. Returns whether the
+/// copied triangle is finite, each band checked right after it is written.
+fn transpose_lower<T: Element>(a: &[T], n: usize, r: &mut [T], ld: usize) -> bool {
     // Bands of TILE rows of R, each its own task in a team's region.
     let band = TILE * ld;
+    let finite = AtomicBool::new(true);
     parallel::for_each_chunk_if(r, band, parallel::in_team(), |start, out| {
         let pb = start / ld;
         for jb in (pb..n).step_by(TILE) {
@@ -225,7 +228,18 @@ fn transpose_lower<T: Element>(a: &[T], n: usize, r: &mut [T], ld: usize) {
             let depth = if pb == jb { rows } else { TILE };
             pack_transposed(a, jb * n + pb, n as isize, rows, depth, &mut out[jb..], ld);
         }
+        // Row i of the band holds A's column i from the diagonal down.
+        let ok = crate::kernels::simd_scope(|| {
+            out.chunks(ld).enumerate().all(|(q, row)| {
+                let i = pb + q;
+                row[i..n].iter().fold(true, |ok, v| ok & v.is_finite())
+            })
+        });
+        if !ok {
+            finite.store(false, Ordering::Relaxed);
+        }
     });
+    finite.into_inner()
 }
 
 /// A row stride of at least `n` that is an odd multiple of 8 elements (64 bytes of
@@ -245,7 +259,9 @@ fn factor_matrix<T: Element>(a: &[T], n: usize, ld: usize) -> Result<Vec<T>> {
     // transposition walks together would all fall in one set of the L1 cache
     // (measured: a 512 × 512 f64 factorisation took 2.6× as long).
     let mut r = storage::scratch(n * ld, T::zero());
-    transpose_lower(a, n, &mut r, ld);
+    if !transpose_lower(a, n, &mut r, ld) {
+        return Err(lower_not_finite("cholesky"));
+    }
     factor(&mut r, ld, 0, n).map_err(|(j, d)| {
         Error::numerical(
             "cholesky",
@@ -273,7 +289,10 @@ impl<T: Element> Tensor<T> {
     /// columns contiguous, as LAPACK's and PyTorch's are), which costs no copy;
     /// `contiguous()` gives it row by row.
     pub fn cholesky(&self) -> Result<Tensor<T>> {
-        let n = square_lower("cholesky", self)?;
+        // Only the shape here: the lower triangle's finiteness is checked on its
+        // transposed copy, band by band while each is in cache (a pass of its own
+        // over A took 4 % of the factorisation at n = 512).
+        let n = square_order("cholesky", self)?;
         let ld = row_stride(n);
         // One matrix: its factorisation may use a team; several: one a thread.
         let single = self.numel() == n * n;

@@ -28,8 +28,8 @@ use crate::kernels::{gemm, MatRef};
 use crate::parallel;
 use crate::tensor::Tensor;
 
-/// Checks that `t` is a batch of square matrices with finite entries; returns n.
-pub(crate) fn square(op: &'static str, t: &Tensor<impl Element>) -> Result<usize> {
+/// Checks that `t` is a batch of square matrices; returns n.
+pub(crate) fn square_order(op: &'static str, t: &Tensor<impl Element>) -> Result<usize> {
     let s = t.shape();
     if s.len() < 2 || s[s.len() - 1] != s[s.len() - 2] {
         return Err(Error::shape(
@@ -40,19 +40,27 @@ pub(crate) fn square(op: &'static str, t: &Tensor<impl Element>) -> Result<usize
             ),
         ));
     }
-    finite(op, t)?;
     Ok(s[s.len() - 1])
+}
+
+/// Checks that `t` is a batch of square matrices with finite entries; returns n.
+pub(crate) fn square(op: &'static str, t: &Tensor<impl Element>) -> Result<usize> {
+    let n = square_order(op, t)?;
+    finite(op, t)?;
+    Ok(n)
+}
+
+/// The error of a routine that reads only the lower triangle when a NaN or infinity
+/// lies there.
+pub(crate) fn lower_not_finite(op: &'static str) -> Error {
+    Error::non_finite(op, "the lower triangle has a NaN or infinity")
 }
 
 /// As [`square`], for the routines that read only the lower triangle (diagonal
 /// included): only it must be finite, what lies above is never read (LAPACK's
 /// convention, as the module documentation says). Half the pass of [`square`].
 pub(crate) fn square_lower(op: &'static str, t: &Tensor<impl Element>) -> Result<usize> {
-    let s = t.shape();
-    if s.len() < 2 || s[s.len() - 1] != s[s.len() - 2] {
-        return square(op, t);
-    }
-    let n = s[s.len() - 1];
+    let n = square_order(op, t)?;
     let x = t.contiguous();
     let data = x.as_slice().expect("contiguous");
     let finite = crate::kernels::simd_scope(|| {
@@ -67,10 +75,7 @@ pub(crate) fn square_lower(op: &'static str, t: &Tensor<impl Element>) -> Result
     if finite {
         Ok(n)
     } else {
-        Err(Error::non_finite(
-            op,
-            "the lower triangle has a NaN or infinity",
-        ))
+        Err(lower_not_finite(op))
     }
 }
 

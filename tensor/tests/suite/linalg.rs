@@ -319,6 +319,36 @@ fn least_squares_recovers_exact_solutions_and_refuses_rank_deficiency() {
 }
 
 #[test]
+fn cholesky_refuses_a_non_finite_value_exactly_when_it_is_in_the_lower_triangle() {
+    // Orders that take one band of 32 rows, a band and a bit, and several; a batch
+    // whose second matrix alone holds the value.
+    for n in [1usize, 2, 33, 70, 100] {
+        let step = if n > 40 { 7 } else { 1 };
+        let mut a = Tensor::<f64>::eye(n).unwrap().mul_scalar(2.0).to_vec();
+        for at in (0..n * n).step_by(step) {
+            let (i, j) = (at / n, at % n);
+            let bad = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY][at % 3];
+            let keep = a[at];
+            a[at] = bad;
+            let mut batch = Tensor::<f64>::eye(n).unwrap().mul_scalar(2.0).to_vec();
+            batch.extend_from_slice(&a);
+            let t = Tensor::from_vec(batch, &[2, n, n]).unwrap();
+            let got = t.cholesky();
+            if i >= j {
+                assert!(
+                    matches!(got, Err(Error::NonFinite { op: "cholesky", .. })),
+                    "n = {n}: {bad} at ({i}, {j}) was not refused"
+                );
+            } else {
+                let l = got.unwrap_or_else(|e| panic!("n = {n}: ({i}, {j}) above: {e}"));
+                assert!(l.all_finite(), "n = {n}: {bad} above at ({i}, {j}) leaked");
+            }
+            a[at] = keep;
+        }
+    }
+}
+
+#[test]
 fn bad_inputs_give_clear_errors() {
     let not_spd = Tensor::from_vec(vec![1.0, 0.0, 0.0, -4.0], &[2, 2]).unwrap();
     let e = not_spd.cholesky().unwrap_err();
