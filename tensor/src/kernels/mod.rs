@@ -10,11 +10,12 @@
 //! triangular solve of the blocked Cholesky (`trsm`), the FFT's Stockham stages
 //! (`fft`) and the (re, im) pairs it splits and joins (`pairs`), the eigensolver's
 //! row step of its tridiagonalisation (`rank2`) and its plane rotations
-//! (`rotations`), and short copies and fills (`runs`). It also holds the team of
-//! threads kept awake through a region of short parallel loops (`team`, behind
-//! [`crate::parallel::with_team`]), which hands the loops' closures across threads. Where a kernel's operations are
-//! the portable path's (Adam, the FFT, the pairs, the eigensolver's kernels), it gives the same bits; where it fuses
-//! multiply-adds (GEMM, the solve), it agrees to rounding, as its tests state.
+//! (`rotations`), and short copies and fills (`runs`). Where a kernel's operations
+//! are the portable path's (Adam, the FFT, the pairs, the eigensolver's kernels), it
+//! gives the same bits; where it fuses multiply-adds (GEMM, the solve), it agrees to
+//! rounding, as its tests state. It also holds the team of threads kept awake
+//! through a region of short parallel loops (`team`, behind
+//! [`crate::parallel::with_team`]), which hands the loops' closures across threads.
 
 mod adam;
 #[cfg(target_arch = "x86_64")]
