@@ -149,6 +149,12 @@ fn factorizations_are_thread_count_invariant() {
         assert!(err <= 1e-10 * 1408.0, "L Lᵀ − A is {err}");
         bits64(&l)
     });
+    // A batch runs one matrix a thread, outside any team: its updates split on
+    // rayon from 2²⁷ multiply-adds, as the top one at 1408 does.
+    let pair = Tensor::stack(&[&big_spd, &big_spd.mul_scalar(2.0)], 0).unwrap();
+    check("cholesky of a batch, parallel updates", || {
+        bits64(&pair.cholesky().unwrap())
+    });
     // From order 448 a single factorisation runs in a team's region (helpers kept
     // awake, its solves and updates split from 2¹⁶ multiply-adds); 500 cuts the
     // blocks of 64 and the solves' column tasks.
@@ -187,6 +193,13 @@ fn factorizations_are_thread_count_invariant() {
     let big = Tensor::<f64>::rand_normal(&[2200, 1100], 0.0, 1.0, &mut rng).unwrap();
     check("qr parallel updates", || {
         let (q, r) = big.qr().unwrap();
+        (bits64(&q), bits64(&r))
+    });
+    // In a batch, outside a team, from 2²⁶: the first panels' updates at 1600 × 1400
+    // (32 × 1600 × 1368) split on rayon.
+    let pair = Tensor::<f64>::rand_normal(&[2, 1600, 1400], 0.0, 1.0, &mut rng).unwrap();
+    check("qr of a batch, parallel updates", || {
+        let (q, r) = pair.qr().unwrap();
         (bits64(&q), bits64(&r))
     });
 }
