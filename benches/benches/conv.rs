@@ -7,7 +7,9 @@
 //! the small conv net's Adam step at 1 and 2 threads (conv 3→64, ReLU, conv 64→64,
 //! ReLU, global average pool, linear 64→10; 3×3, padding 1, 32×32, batch 32, 8
 //! random batches cycled), the workload of `benches/peers/torch_convnet_step.py` and
-//! `benches/peers/jax_convnet_step.py`.
+//! `benches/peers/jax_convnet_step.py`. Also batch normalisation's three kernels
+//! (statistics, affine map, backward) at the four ResNet-18 stage shapes, one
+//! thread, with the bytes of the activation as throughput.
 //!
 //! Run: `cargo bench -p benches --bench conv`; side by side with the peers:
 //! `benches/peers/compare.sh convnet`.
@@ -77,6 +79,39 @@ fn layers(c: &mut Criterion) {
             Conv2dSpec::new(2, 1),
             &id,
         );
+    }
+    g.finish();
+}
+
+/// Batch normalisation's kernels on one thread at ResNet-18's activation shapes
+/// (batch 32): the statistics (two passes), the affine map and the backward.
+fn batch_norm(c: &mut Criterion) {
+    let mut g = c.benchmark_group("batch_norm_b32_f32_1thread");
+    g.sample_size(20).measurement_time(Duration::from_secs(2));
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let mut rng = Rng::new(3);
+    for &(ch, side) in &[(64usize, 32usize), (128, 16), (256, 8), (512, 4)] {
+        let id = format!("c{ch}_{side}x{side}");
+        let shape = [32, ch, side, side];
+        let x = Tensor::<f32>::rand_normal(&shape, 0.5, 2.0, &mut rng).unwrap();
+        let gy = Tensor::<f32>::rand_normal(&shape, 0.0, 1.0, &mut rng).unwrap();
+        let gamma = Tensor::<f32>::rand_normal(&[ch], 1.0, 0.1, &mut rng).unwrap();
+        let (mean, var) = x.batch_norm_stats().unwrap();
+        let inv_std = var.add_scalar(1e-5).rsqrt();
+        g.throughput(Throughput::Bytes((x.numel() * 4) as u64));
+        g.bench_function(BenchmarkId::new("stats", &id), |b| {
+            b.iter(|| one.install(|| black_box(x.batch_norm_stats().unwrap())))
+        });
+        g.bench_function(BenchmarkId::new("affine", &id), |b| {
+            b.iter(|| one.install(|| black_box(x.channel_affine(&gamma, &mean).unwrap())))
+        });
+        g.bench_function(BenchmarkId::new("backward", &id), |b| {
+            b.iter(|| {
+                one.install(|| {
+                    black_box(gy.batch_norm_backward(&x, &mean, &inv_std, &gamma).unwrap())
+                })
+            })
+        });
     }
     g.finish();
 }
@@ -155,5 +190,5 @@ fn convnet_step(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, layers, resnet_step, convnet_step);
+criterion_group!(benches, layers, batch_norm, resnet_step, convnet_step);
 criterion_main!(benches);

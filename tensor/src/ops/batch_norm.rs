@@ -1,15 +1,17 @@
 //! Batch normalisation's per-channel kernels over an `[N, C, ...]` tensor (axis 1
 //! the channel, every other axis reduced): the batch statistics, the per-channel
 //! affine map `y = x·a + b`, and the fused backward. As one op each, the training
-//! step makes three passes over the activation where the composition of means,
-//! variances and broadcast products made a dozen.
+//! step makes a few passes over the activation where the composition of means,
+//! variances and broadcast products made a dozen: the statistics take a channel's
+//! two passes back to back (the second over rows still in cache), the backward's
+//! two sums share one pass, and the summand is formed on the way, not in a buffer.
 //!
 //! Every channel's sums run over the rows `(n, c, ·)` in order — each row in
 //! blocks of 256 summed in eight lanes, the block sums pairwise, then the
 //! rows pairwise — and channels split across threads whole, so the results are
 //! the same bits at any thread count.
 
-use super::reduce::{sum_lanes, sum_pairwise};
+use super::reduce::sum_pairwise;
 use crate::element::Element;
 use crate::error::{fmt_shape, Error, Result};
 use crate::parallel;
@@ -30,45 +32,69 @@ fn dims(op: &'static str, shape: &[usize]) -> Result<(usize, usize, usize)> {
     Ok((shape[0], shape[1], shape[2..].iter().product()))
 }
 
-/// Σ f(aᵢ, bᵢ) over a row (see the module doc for the order).
-fn sum_row<T: Element>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> T {
-    let mut buf = [T::zero(); BLOCK];
-    if a.len() <= BLOCK {
-        // One block (the deep layers' small maps): no list of block sums.
-        for ((o, &x), &y) in buf.iter_mut().zip(a).zip(b) {
-            *o = f(x, y);
-        }
-        return sum_lanes(&buf[..a.len()]);
-    }
-    let blocks: Vec<T> = a
-        .chunks(BLOCK)
-        .zip(b.chunks(BLOCK))
-        .map(|(a, b)| {
-            for ((o, &x), &y) in buf.iter_mut().zip(a).zip(b) {
-                *o = f(x, y);
+/// Σ f(aᵢ, bᵢ) over one block (at most [`BLOCK`] elements), for each of f's K
+/// outputs: eight lanes, combined as `sum_lanes` combines them, with f applied on
+/// the way (the same bits as summing the mapped block with `sum_lanes`).
+#[inline(always)]
+fn block_sums<T: Element, const K: usize>(a: &[T], b: &[T], f: &impl Fn(T, T) -> [T; K]) -> [T; K] {
+    let mut acc = [[T::zero(); 8]; K];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        // Lane by lane within each output, so that the eight adds vectorise.
+        for (k, acc) in acc.iter_mut().enumerate() {
+            for l in 0..8 {
+                acc[l] = acc[l] + f(x[l], y[l])[k];
             }
-            sum_lanes(&buf[..a.len()])
-        })
-        .collect();
-    sum_pairwise(&blocks)
+        }
+    }
+    for (l, (&x, &y)) in ra.iter().zip(rb).enumerate() {
+        let v = f(x, y);
+        for k in 0..K {
+            acc[k][l] = acc[k][l] + v[k];
+        }
+    }
+    acc.map(|a| ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7])))
 }
 
-/// For each channel c, Σ over its rows of `f(a, b)` (a and b shaped alike).
-fn channel_sums<T: Element>(
+/// Σ f(aᵢ, bᵢ) over a row, for each of f's K outputs (see the module doc for the
+/// order).
+fn sum_row<T: Element, const K: usize>(a: &[T], b: &[T], f: &impl Fn(T, T) -> [T; K]) -> [T; K] {
+    if a.len() <= BLOCK {
+        // One block (the deep layers' small maps): no list of block sums.
+        return block_sums(a, b, f);
+    }
+    let nb = a.len().div_ceil(BLOCK);
+    // Block sums output by output: `blocks[k·nb + j]`.
+    let mut blocks = vec![T::zero(); K * nb];
+    for (j, (a, b)) in a.chunks(BLOCK).zip(b.chunks(BLOCK)).enumerate() {
+        for (k, v) in block_sums(a, b, f).into_iter().enumerate() {
+            blocks[k * nb + j] = v;
+        }
+    }
+    std::array::from_fn(|k| sum_pairwise(&blocks[k * nb..(k + 1) * nb]))
+}
+
+/// For channel `ch`, Σ over its rows of f's K outputs (a and b shaped alike): the
+/// rows' sums, then those pairwise.
+fn channel_sum<T: Element, const K: usize>(
     (n, c, s): (usize, usize, usize),
+    ch: usize,
     a: &[T],
     b: &[T],
-    f: impl Fn(usize, T, T) -> T + Sync,
-) -> Vec<T> {
-    parallel::map_collect(c, n * c * s, |ch| {
-        let rows: Vec<T> = (0..n)
-            .map(|i| {
-                let at = (i * c + ch) * s;
-                sum_row(&a[at..at + s], &b[at..at + s], |x, y| f(ch, x, y))
-            })
-            .collect();
-        sum_pairwise(&rows)
-    })
+    f: impl Fn(T, T) -> [T; K],
+) -> [T; K] {
+    let mut rows = vec![T::zero(); K * n];
+    for i in 0..n {
+        let at = (i * c + ch) * s;
+        for (k, v) in sum_row(&a[at..at + s], &b[at..at + s], &f)
+            .into_iter()
+            .enumerate()
+        {
+            rows[k * n + i] = v;
+        }
+    }
+    std::array::from_fn(|k| sum_pairwise(&rows[k * n..(k + 1) * n]))
 }
 
 /// `[C]` tensors, checked against the channel count, made contiguous.
@@ -110,14 +136,16 @@ impl<T: Element> Tensor<T> {
         let x = self.contiguous();
         let xs = x.as_slice().expect("contiguous");
         let count = T::from_f64((n * s) as f64);
-        let mean: Vec<T> = channel_sums(d, xs, xs, |_, v, _| v)
-            .into_iter()
-            .map(|t| t / count)
-            .collect();
-        let var: Vec<T> = channel_sums(d, xs, xs, |ch, v, _| (v - mean[ch]) * (v - mean[ch]))
-            .into_iter()
-            .map(|t| t / count)
-            .collect();
+        // Each channel's two passes run back to back, the second over rows the
+        // first has just brought into cache.
+        let (mean, var): (Vec<T>, Vec<T>) = parallel::map_collect(c, n * c * s, |ch| {
+            let [sum] = channel_sum(d, ch, xs, xs, |v, _| [v]);
+            let mean = sum / count;
+            let [dev2] = channel_sum(d, ch, xs, xs, |v, _| [(v - mean) * (v - mean)]);
+            (mean, dev2 / count)
+        })
+        .into_iter()
+        .unzip();
         Ok((
             Tensor::from_contiguous(mean, &[c]),
             Tensor::from_contiguous(var, &[c]),
@@ -179,8 +207,14 @@ impl<T: Element> Tensor<T> {
             g.as_slice().expect("contiguous"),
             x.as_slice().expect("contiguous"),
         );
-        let sum_g = channel_sums(d, gs, gs, |_, g, _| g);
-        let sum_gx = channel_sums(d, gs, xs, |ch, g, v| g * (v - mu[ch]));
+        // Σg and Σg(x − μ) of each channel in one pass over its rows.
+        let (sum_g, sum_gx): (Vec<T>, Vec<T>) = parallel::map_collect(c, n * c * s, |ch| {
+            let m = mu[ch];
+            let [sg, sgx] = channel_sum(d, ch, gs, xs, |g, v| [g, g * (v - m)]);
+            (sg, sgx)
+        })
+        .into_iter()
+        .unzip();
         let m = T::from_f64((n * s).max(1) as f64);
         // dx = a·g − a·Σg/M − (x − μ)·a·r²·Σg(x − μ)/M, with a = γr.
         let k: Vec<(T, T, T)> = (0..c)

@@ -64,10 +64,14 @@ proptest! {
     #[test]
     fn kernels_match_the_naive_formulas(
         n in 1usize..4, c in 1usize..4, rest in proptest::collection::vec(1usize..6, 0..3),
+        long in prop_oneof![3 => Just(None), 1 => (200usize..700).prop_map(Some)],
         transposed in any::<bool>(), seed in any::<u64>(),
     ) {
         let mut shape = vec![n, c];
         shape.extend(&rest);
+        // Rows longer than a summation block (256) too, with a partial last block.
+        shape.extend(long);
+        let rest = &shape[2..];
         let s: usize = rest.iter().product();
         prop_assume!(n * s >= 2);
         let x = rand(&shape, seed);
