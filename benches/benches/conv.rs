@@ -88,7 +88,10 @@ fn layers(c: &mut Criterion) {
 fn batch_norm(c: &mut Criterion) {
     let mut g = c.benchmark_group("batch_norm_b32_f32_1thread");
     g.sample_size(20).measurement_time(Duration::from_secs(2));
-    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
     let mut rng = Rng::new(3);
     for &(ch, side) in &[(64usize, 32usize), (128, 16), (256, 8), (512, 4)] {
         let id = format!("c{ch}_{side}x{side}");

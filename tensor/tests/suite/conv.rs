@@ -249,6 +249,19 @@ fn large_inputs_take_every_lowering_path() {
         18,
     )
     .unwrap();
+    // The input gradient of a unit-stride convolution flips the kernel in bands of
+    // 64 input channels: 130 in two groups give three bands, the second straddling
+    // the groups, the last partial.
+    check(
+        &rand(&[2, 130, 5, 5], 19),
+        &rand(&[6, 65, 3, 3], 20),
+        Conv2dSpec {
+            groups: 2,
+            ..Conv2dSpec::new(1, 1)
+        },
+        21,
+    )
+    .unwrap();
     // A 1×1 convolution one image at a time reads the input in place.
     check(
         &rand(&[3, 6, 16, 16], 13),

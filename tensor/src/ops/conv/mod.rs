@@ -411,17 +411,28 @@ fn add_bias<T: Element>(image: &mut [T], bias: &[T], p: usize) {
 /// The kernel of the input gradient's convolution: `w'[g·C_in/g + c, o, i, j] =
 /// w[g·C_out/g + o, c, kh − 1 − i, kw − 1 − j]`, shaped `[C_in, C_out/g, kh, kw]`.
 fn flip_kernel<T: Element>(geo: &Geometry, w: &[T]) -> Vec<T> {
+    /// Output rows (input channels) written together: for each output channel o,
+    /// their taps are one contiguous run of `w`, so `w` is read in order.
+    const BAND: usize = 64;
     let (cin_g, cout_g, taps) = (geo.cin_g(), geo.cout_g(), geo.kh * geo.kw);
-    // Every element is written: a recycled buffer, not fresh pages. Output rows
-    // (one input channel each) are independent, so large kernels split by rows.
+    let row = cout_g * taps;
+    // Every element is written: a recycled buffer, not fresh pages. Bands of output
+    // rows are independent, so large kernels split by bands.
     let mut out = storage::scratch(w.len(), T::zero());
-    parallel::for_each_chunk_sized(&mut out, cout_g * taps, |start, row| {
-        let ci = start / (cout_g * taps).max(1);
-        let (g, c) = (ci / cin_g, ci % cin_g);
-        for (o, dst) in row.chunks_exact_mut(taps).enumerate() {
-            let src = ((g * cout_g + o) * cin_g + c) * taps;
-            for (d, &v) in dst.iter_mut().rev().zip(&w[src..src + taps]) {
-                *d = v;
+    parallel::for_each_chunk_sized(&mut out, BAND * row, |start, band| {
+        let first = start / row.max(1);
+        // Where each row's taps for output channel 0 start in `w`; channel o's are
+        // o·C_in/g·taps further on.
+        let base: Vec<usize> = (first..first + band.len() / row.max(1))
+            .map(|ci| ((ci / cin_g) * cout_g * cin_g + ci % cin_g) * taps)
+            .collect();
+        for o in 0..cout_g {
+            for (dst_row, &b) in band.chunks_exact_mut(row).zip(&base) {
+                let src = &w[b + o * cin_g * taps..][..taps];
+                let dst = &mut dst_row[o * taps..(o + 1) * taps];
+                for (d, &v) in dst.iter_mut().rev().zip(src) {
+                    *d = v;
+                }
             }
         }
     });
