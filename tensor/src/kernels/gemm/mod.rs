@@ -201,6 +201,11 @@ const MC: usize = 192;
 /// Column panels per task at most, so that a task's packed B (`KC × 16·NR`) stays
 /// in L2 as well.
 const GROUP_PANELS: usize = 16;
+/// Column groups per thread at least, when there are enough B panels: a thread
+/// slowed down (a busy core, a cold cache) then leaves its remaining groups to the
+/// others instead of holding up the product. Each task packs only its own panels,
+/// so more tasks pack nothing twice.
+const TASKS_PER_THREAD: usize = 8;
 /// Elements of packed A at most at a time (rows and depth are walked in
 /// super-blocks beyond it).
 const A_LIMIT: usize = 1 << 20;
@@ -503,6 +508,12 @@ impl Plan {
             (1, threads)
         };
         let groups = panels.div_ceil(GROUP_PANELS * col_threads) * col_threads;
+        // Several groups a thread when the panels allow (see TASKS_PER_THREAD).
+        let groups = if col_threads > 1 {
+            groups.max(TASKS_PER_THREAD * col_threads)
+        } else {
+            groups
+        };
         let groups = groups.min(panels).max(1);
         let group_panels = panels.div_ceil(groups);
         let chunk_rows = rows.div_ceil(row_chunks).div_ceil(kern.mr) * kern.mr;
