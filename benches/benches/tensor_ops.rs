@@ -119,6 +119,13 @@ fn elementwise(c: &mut Criterion) {
             b.iter(|| black_box(x.logsumexp(&[0], false).unwrap()))
         });
     }
+    // A bias gradient: the column sums of a batch of 128 rows (a sum over axis 0).
+    let mut rng = Rng::new(3);
+    let gy = Tensor::<f32>::rand_normal(&[128, 512], 0.0, 1.0, &mut rng).unwrap();
+    g.throughput(Throughput::Bytes((128 * 512 * 4) as u64));
+    g.bench_function("sum_axis0/128x512", |b| {
+        b.iter(|| black_box(gy.sum(&[0], false).unwrap()))
+    });
     g.finish();
 }
 

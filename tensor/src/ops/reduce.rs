@@ -4,7 +4,9 @@
 //! Every reduction moves the reduced axes last, makes the data contiguous (a no-op
 //! for the common last-axis case) and reduces rows. Long rows are summed in fixed
 //! `CHUNK`-sized pieces combined by a fixed pairwise tree, so results do not depend
-//! on threads.
+//! on threads. A sum over the leading axes of a contiguous tensor (a bias gradient,
+//! `[N, F]` over N) adds whole rows into column accumulators instead of first
+//! copying the tensor transposed, in the same order per column: the same bits.
 
 use crate::element::Element;
 use crate::error::{fmt_shape, Error, Result};
@@ -42,6 +44,59 @@ pub(crate) fn sum_pairwise<T: Element>(x: &[T]) -> T {
     let half = x.len() / 2;
     let half = half - half % 8;
     sum_pairwise(&x[..half]) + sum_pairwise(&x[half..])
+}
+
+/// Columns summed together by [`column_sums`]: their eight lanes stay in L1.
+const COLUMN_BLOCK: usize = 64;
+
+/// The column sums of the row-major `rows × cols` matrix `x`, each with the bits
+/// of [`sum_pairwise`] over its column (the same halving of the rows, each leaf's
+/// eight lanes filled row by row), a block of columns at once so that the rows are
+/// read where they lie.
+fn column_sums<T: Element>(x: &[T], rows: usize, cols: usize) -> Vec<T> {
+    let blocks = cols.div_ceil(COLUMN_BLOCK);
+    parallel::map_collect(blocks, rows * cols, |b| {
+        let c0 = b * COLUMN_BLOCK;
+        let mut out = vec![T::zero(); COLUMN_BLOCK.min(cols - c0)];
+        pairwise_columns(x, cols, 0..rows, c0, &mut out);
+        out
+    })
+    .concat()
+}
+
+/// [`sum_pairwise`] down the columns `c0..c0 + out.len()` of `x` (row stride
+/// `ld`) over `rows`, into `out`.
+fn pairwise_columns<T: Element>(
+    x: &[T],
+    ld: usize,
+    rows: std::ops::Range<usize>,
+    c0: usize,
+    out: &mut [T],
+) {
+    let (len, w) = (rows.len(), out.len());
+    if len <= PAIRWISE_LEAF {
+        // sum_lanes: element i of the leaf goes to lane i mod 8.
+        let mut acc = [[T::zero(); COLUMN_BLOCK]; 8];
+        for (i, r) in rows.enumerate() {
+            let row = &x[r * ld + c0..r * ld + c0 + w];
+            for (a, &v) in acc[i % 8][..w].iter_mut().zip(row) {
+                *a = *a + v;
+            }
+        }
+        for (j, o) in out.iter_mut().enumerate() {
+            let l = |k: usize| acc[k][j];
+            *o = ((l(0) + l(4)) + (l(2) + l(6))) + ((l(1) + l(5)) + (l(3) + l(7)));
+        }
+        return;
+    }
+    let half = len / 2;
+    let half = half - half % 8;
+    let mut right = vec![T::zero(); w];
+    pairwise_columns(x, ld, rows.start..rows.start + half, c0, out);
+    pairwise_columns(x, ld, rows.start + half..rows.end, c0, &mut right);
+    for (o, r) in out.iter_mut().zip(right) {
+        *o = *o + r;
+    }
 }
 
 /// Sum of a slice: the pairwise sum, whose top levels split into `CHUNK`-sized pieces
@@ -207,7 +262,40 @@ impl<T: Element> Tensor<T> {
             let kept = self.sum(&tail, true)?.sum(&rest, true)?;
             return self.squeeze_reduced(kept, &rest, &tail, keepdim);
         }
+        if let Some(sums) = self.leading_sum(axes, keepdim)? {
+            return Ok(sums);
+        }
         self.reduce_rows("sum", axes, keepdim, true, sum_slice)
+    }
+
+    /// The sum over `axes` when they are the leading ones of a contiguous tensor and
+    /// hold at most `CHUNK` elements a column (so that [`sum_slice`] would take one
+    /// pairwise sum): by [`column_sums`], without the transposed copy. `None`
+    /// otherwise.
+    fn leading_sum(&self, axes: &[isize], keepdim: bool) -> Result<Option<Tensor<T>>> {
+        let nd = self.ndim();
+        let mut ax = normalize_axes("sum", axes, nd)?;
+        ax.sort_unstable();
+        let lead = ax.len();
+        let rows: usize = self.shape()[..lead].iter().product();
+        if !self.is_contiguous()
+            || lead == 0
+            || lead == nd
+            || ax != (0..lead).collect::<Vec<_>>()
+            || rows > CHUNK
+        {
+            return Ok(None);
+        }
+        let cols: usize = self.shape()[lead..].iter().product();
+        let sums = column_sums(self.as_slice().expect("contiguous"), rows, cols);
+        let shape: Vec<usize> = if keepdim {
+            (0..nd)
+                .map(|a| if a < lead { 1 } else { self.shape()[a] })
+                .collect()
+        } else {
+            self.shape()[lead..].to_vec()
+        };
+        Ok(Some(Tensor::from_contiguous(sums, &shape)))
     }
 
     /// For a contiguous tensor reduced over some trailing axes and some others (a

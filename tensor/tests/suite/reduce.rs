@@ -99,6 +99,31 @@ proptest! {
         }
     }
 
+    /// A sum over the leading axes of a contiguous tensor adds rows into column
+    /// accumulators; each column must get the bits of the pairwise sum the
+    /// transposed copy gives (a trailing-axis sum of the transpose), for columns
+    /// from one lane to past a block of 64, and for more rows than a pairwise leaf
+    /// (256) or than a chunk (16384, where the sum takes the copying path).
+    #[test]
+    fn leading_axis_sums_have_the_bits_of_the_transposed_sum(
+        rows in prop_oneof![1usize..40, 250usize..700, Just(16_390usize)],
+        cols in 1usize..140, split in any::<bool>(), keepdim in any::<bool>(), seed in any::<u64>(),
+    ) {
+        let x = Tensor::<f32>::rand_normal(&[rows, cols], 0.5, 3.0, &mut tensor::Rng::new(seed)).unwrap();
+        let want = x.transpose(0, 1).unwrap().contiguous().sum(&[1], false).unwrap();
+        // Two leading axes when the rows factor, one otherwise.
+        let (x, axes): (Tensor<f32>, Vec<isize>) = if split && rows % 2 == 0 {
+            (x.reshape(&[2, rows / 2, cols]).unwrap(), vec![0, 1])
+        } else {
+            (x, vec![0])
+        };
+        let got = x.sum(&axes, keepdim).unwrap();
+        let mut shape = vec![1; if keepdim { axes.len() } else { 0 }];
+        shape.push(cols);
+        prop_assert_eq!(got.shape(), &shape[..]);
+        prop_assert!(got.reshape(&[cols]).unwrap().bit_eq(&want), "rows {} cols {}", rows, cols);
+    }
+
     #[test]
     fn argmax_and_argmin_find_first_extremes(t in tensor_with_shape_bcast::<f64>(vec![3, 4, 5]), axis in 0isize..3) {
         let am = t.argmax(axis, false).unwrap();
