@@ -14,6 +14,7 @@ use super::Geometry;
 use crate::element::Element;
 use crate::kernels::gemm::{self, PanelSource};
 use crate::kernels::{copy_run, gather_runs, zero_run};
+use crate::parallel;
 use crate::storage::Scratch;
 
 /// A chunk of images with their zero padding written out: `[images, C_in, H + 2ph,
@@ -26,15 +27,16 @@ pub(super) struct Padded<T: Element> {
 }
 
 impl<T: Element> Padded<T> {
-    /// The padded copy of `images` consecutive images `x`.
+    /// The padded copy of `images` consecutive images `x` (a chunk's planes split
+    /// across the threads when large: the copy runs before the chunk's GEMM).
     pub(super) fn new(geo: &Geometry, x: &[T], images: usize) -> Self {
         let (ph, pw) = geo.spec.padding;
         let (hp, wp) = padded_size(geo);
         let mut data = Scratch::new(images * geo.cin * hp * wp, T::zero());
-        for (plane, src) in data
-            .chunks_exact_mut(hp * wp)
-            .zip(x.chunks_exact(geo.h * geo.w))
-        {
+        let (plane_len, image_plane) = (hp * wp, geo.h * geo.w);
+        parallel::for_each_chunk_sized(&mut data, plane_len, |start, plane| {
+            let at = start / plane_len.max(1) * image_plane;
+            let src = &x[at..at + image_plane];
             zero_run(&mut plane[..ph * wp]);
             zero_run(&mut plane[(ph + geo.h) * wp..]);
             for (row, s) in plane[ph * wp..(ph + geo.h) * wp]
@@ -45,7 +47,7 @@ impl<T: Element> Padded<T> {
                 copy_run(&mut row[pw..pw + geo.w], s);
                 zero_run(&mut row[pw + geo.w..]);
             }
-        }
+        });
         Padded { data, hp, wp }
     }
 
