@@ -262,6 +262,18 @@ fn large_inputs_take_every_lowering_path() {
         21,
     )
     .unwrap();
+    // The weight gradient is transposed into dW in bands of 32 output channels: 40
+    // in two groups of 20 give a band straddling the groups and a partial one.
+    check(
+        &rand(&[2, 4, 6, 6], 22),
+        &rand(&[40, 2, 3, 3], 23),
+        Conv2dSpec {
+            groups: 2,
+            ..Conv2dSpec::new(1, 1)
+        },
+        24,
+    )
+    .unwrap();
     // A 1×1 convolution one image at a time reads the input in place.
     check(
         &rand(&[3, 6, 16, 16], 13),

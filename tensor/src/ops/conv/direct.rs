@@ -204,24 +204,23 @@ pub(super) fn weight_grad_in_place<T: Element>(
 /// `dw[(g·C_out/g + co)·K + r] = dw_t[g][r][co]`: the groups' `dWᵀ` blocks (each
 /// `K × C_out/g`) transposed into `dW` (`[C_out, K]`), in 32 × 32 tiles whose
 /// source lines stay in cache (element by element, the strided reads of a
-/// 4608 × 512 gradient took as long as its product).
+/// 4608 × 512 gradient took as long as its product); bands of 32 rows of `dW` split
+/// across the threads when large.
 pub(super) fn untranspose<T: Element>(geo: &Geometry, dw_t: &[T], dw: &mut [T]) {
     const TILE: usize = 32;
     let (k, cog) = (geo.k(), geo.cout_g());
-    for g in 0..geo.groups() {
-        let src = &dw_t[g * k * cog..(g + 1) * k * cog];
-        let dst = &mut dw[g * cog * k..(g + 1) * cog * k];
-        for co0 in (0..cog).step_by(TILE) {
-            for r0 in (0..k).step_by(TILE) {
-                for co in co0..cog.min(co0 + TILE) {
-                    let row = &mut dst[co * k..(co + 1) * k];
-                    for (r, v) in row.iter_mut().enumerate().take(k.min(r0 + TILE)).skip(r0) {
-                        *v = src[r * cog + co];
-                    }
+    parallel::for_each_chunk_sized(dw, TILE * k, |start, band| {
+        let first = start / k.max(1);
+        for r0 in (0..k).step_by(TILE) {
+            for (i, row) in band.chunks_exact_mut(k).enumerate() {
+                let (g, co) = ((first + i) / cog, (first + i) % cog);
+                let src = &dw_t[g * k * cog..(g + 1) * k * cog];
+                for (r, v) in row.iter_mut().enumerate().take(k.min(r0 + TILE)).skip(r0) {
+                    *v = src[r * cog + co];
                 }
             }
         }
-    }
+    });
 }
 
 #[cfg(test)]
