@@ -11,7 +11,7 @@
 //! rows pairwise — and channels split across threads whole, so the results are
 //! the same bits at any thread count.
 
-use super::reduce::sum_pairwise;
+use super::reduce::{combine_lanes, sum_pairwise};
 use crate::element::Element;
 use crate::error::{fmt_shape, Error, Result};
 use crate::parallel;
@@ -54,7 +54,7 @@ fn block_sums<T: Element, const K: usize>(a: &[T], b: &[T], f: &impl Fn(T, T) ->
             acc[k][l] = acc[k][l] + v[k];
         }
     }
-    acc.map(|a| ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7])))
+    acc.map(combine_lanes)
 }
 
 /// Σ f(aᵢ, bᵢ) over a row, for each of f's K outputs (see the module doc for the

@@ -28,7 +28,13 @@ pub(crate) fn sum_lanes<T: Element>(x: &[T]) -> T {
     for (k, &v) in chunks.remainder().iter().enumerate() {
         acc[k] = acc[k] + v;
     }
-    ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
+    combine_lanes(acc)
+}
+
+/// The sum of eight lane accumulators, in the fixed tree every lane sum ends with.
+#[inline(always)]
+pub(crate) fn combine_lanes<T: Element>(l: [T; 8]) -> T {
+    ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
 }
 
 /// Leaves of the pairwise sum are at most this long.
@@ -84,8 +90,7 @@ fn pairwise_columns<T: Element>(
             }
         }
         for (j, o) in out.iter_mut().enumerate() {
-            let l = |k: usize| acc[k][j];
-            *o = ((l(0) + l(4)) + (l(2) + l(6))) + ((l(1) + l(5)) + (l(3) + l(7)));
+            *o = combine_lanes(std::array::from_fn(|k| acc[k][j]));
         }
         return;
     }
