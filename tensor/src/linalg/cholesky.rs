@@ -30,10 +30,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Rows per block of a trailing update split into blocks of rows.
 const NB: usize = 64;
-/// Side of the tiles of the transposed copy: a source and a destination tile
-/// (8 KiB each in `f64`) stay in the L1 cache together; with tiles of 64 (32 KiB
-/// each) the factorisation at n = 512 took 7 % longer.
-const TILE: usize = 32;
+/// Rows of A per tile of the transposed copy ([`transpose_lower`]): the tile's
+/// 256 lines of A and the band's 256 columns (16 KiB each) stay in the L1 cache.
+const TILE_WIDTH: usize = 256;
+/// Rows of R per task of the final pass that zeroes what lies below its diagonal.
+const ZERO_ROWS: usize = 32;
 /// Diagonal blocks up to this order are factored by scalar row operations.
 const LEAF: usize = 16;
 /// Multiply-adds of an update or solve below which it stays on one thread, outside a
@@ -212,21 +213,27 @@ fn factor_leaf<T: Element>(
 }
 
 /// Copies the lower triangle of the row-major n×n `a` into the upper triangle of
-/// `r` (row stride `ld`), transposed, by tiles of [`TILE`] × [`TILE`] that stay in
-/// the L1 cache on both sides (a copy that walked whole rows of `a` against whole
-/// columns of `r` took three times as long at n = 512). The diagonal tiles are
-/// copied whole: what lands below R's diagonal is never read. Returns whether the
-/// copied triangle is finite, each band checked right after it is written.
+/// `r` (row stride `ld`), transposed, by bands of [`band_rows`] rows of R: each
+/// reads one cache line of every row of A below the band's top, in tiles of
+/// [`TILE_WIDTH`] rows of A (the tile's lines of A and of R's band together fit in
+/// the L1 cache). The band's diagonal block is copied whole: what lands below R's
+/// diagonal is never read. Returns whether the copied triangle is finite, each
+/// band checked right after it is written.
+///
+/// Square tiles of 32 × 32, as before, read 256 bytes of each of 32 rows 4 KiB
+/// apart at a time: a whole 512 × 512 `f64` matrix transposed so took 520–650 µs
+/// against 285–305 by bands of one line (medians, the two alternated in one
+/// process), and in the factorisation at n = 512 the copy's median went from
+/// 660–740 to 380–510 µs.
 fn transpose_lower<T: Element>(a: &[T], n: usize, r: &mut [T], ld: usize) -> bool {
-    // Bands of TILE rows of R, each its own task in a team's region.
-    let band = TILE * ld;
+    let band = band_rows::<T>();
     let finite = AtomicBool::new(true);
-    parallel::for_each_chunk_if(r, band, parallel::in_team(), |start, out| {
+    parallel::for_each_chunk_if(r, band * ld, parallel::in_team(), |start, out| {
         let pb = start / ld;
-        for jb in (pb..n).step_by(TILE) {
-            let rows = TILE.min(n - jb);
-            let depth = if pb == jb { rows } else { TILE };
-            pack_transposed(a, jb * n + pb, n as isize, rows, depth, &mut out[jb..], ld);
+        let depth = band.min(n - pb);
+        for jb in (pb..n).step_by(TILE_WIDTH) {
+            let cols = TILE_WIDTH.min(n - jb);
+            pack_transposed(a, jb * n + pb, n as isize, cols, depth, &mut out[jb..], ld);
         }
         // Row i of the band holds A's column i from the diagonal down.
         let ok = crate::kernels::simd_scope(|| {
@@ -240,6 +247,11 @@ fn transpose_lower<T: Element>(a: &[T], n: usize, r: &mut [T], ld: usize) -> boo
         }
     });
     finite.into_inner()
+}
+
+/// Rows of R per band of the transposed copy: one 64-byte cache line of `T`.
+fn band_rows<T>() -> usize {
+    (64 / std::mem::size_of::<T>()).max(1)
 }
 
 /// A row stride of at least `n` that is an odd multiple of 8 elements (64 bytes of
@@ -269,13 +281,18 @@ fn factor_matrix<T: Element>(a: &[T], n: usize, ld: usize) -> Result<Vec<T>> {
         )
     })?;
     // Zeros below R's diagonal (above L's), and in the padding.
-    parallel::for_each_chunk_if(&mut r, TILE * ld, parallel::in_team(), |start, rows| {
-        for (i, row) in rows.chunks_exact_mut(ld).enumerate() {
-            let i = start / ld + i;
-            row[..i].fill(T::zero());
-            row[n..].fill(T::zero());
-        }
-    });
+    parallel::for_each_chunk_if(
+        &mut r,
+        ZERO_ROWS * ld,
+        parallel::in_team(),
+        |start, rows| {
+            for (i, row) in rows.chunks_exact_mut(ld).enumerate() {
+                let i = start / ld + i;
+                row[..i].fill(T::zero());
+                row[n..].fill(T::zero());
+            }
+        },
+    );
     Ok(r)
 }
 

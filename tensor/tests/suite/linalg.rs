@@ -320,9 +320,9 @@ fn least_squares_recovers_exact_solutions_and_refuses_rank_deficiency() {
 
 #[test]
 fn cholesky_refuses_a_non_finite_value_exactly_when_it_is_in_the_lower_triangle() {
-    // Orders that take one band of 32 rows, a band and a bit, and several; a batch
-    // whose second matrix alone holds the value.
-    for n in [1usize, 2, 33, 70, 100] {
+    // Orders within one band of the transposed copy (8 rows of f64), a band and a
+    // bit, and several; a batch whose second matrix alone holds the value.
+    for n in [1usize, 2, 9, 33, 70, 100] {
         let step = if n > 40 { 7 } else { 1 };
         let mut a = Tensor::<f64>::eye(n).unwrap().mul_scalar(2.0).to_vec();
         for at in (0..n * n).step_by(step) {
@@ -345,6 +345,54 @@ fn cholesky_refuses_a_non_finite_value_exactly_when_it_is_in_the_lower_triangle(
             }
             a[at] = keep;
         }
+    }
+}
+
+#[test]
+fn cholesky_checks_the_lower_triangle_beyond_one_tile_of_the_copy() {
+    // 300 rows: the transposed copy reads A in tiles of 256 rows, so (290, 5) lies
+    // in a band's second tile.
+    let n = 300;
+    for (i, j) in [(290usize, 5usize), (299, 298), (5, 290)] {
+        let mut a = Tensor::<f64>::eye(n).unwrap().mul_scalar(2.0).to_vec();
+        a[i * n + j] = f64::NAN;
+        let got = Tensor::from_vec(a, &[n, n]).unwrap().cholesky();
+        if i >= j {
+            assert!(
+                matches!(got, Err(Error::NonFinite { op: "cholesky", .. })),
+                "NaN at ({i}, {j}) was not refused"
+            );
+        } else {
+            assert!(got.unwrap().all_finite(), "NaN above at ({i}, {j}) leaked");
+        }
+    }
+}
+
+#[test]
+fn cholesky_beyond_one_tile_of_the_copy_reconstructs_and_is_exactly_lower() {
+    // Orders past the copy's tile of 256 rows, one not a whole number of bands.
+    for n in [300usize, 261] {
+        let a = spd(n, 1.0, &mut Rng::new(n as u64));
+        let l = a.cholesky().unwrap();
+        assert_eq!(max_abs(&l.sub(&tril(&l)).unwrap()), 0.0, "n = {n}");
+        let rec = l.matmul(&l.t().unwrap()).unwrap();
+        assert!(
+            max_abs(&rec.sub(&a).unwrap()) <= 1e-12 * max_abs(&a),
+            "n = {n}"
+        );
+        let a32 = a.cast::<f32>();
+        let l32 = a32.cholesky().unwrap();
+        let l32_64 = l32.cast::<f64>();
+        assert_eq!(
+            max_abs(&l32_64.sub(&tril(&l32_64)).unwrap()),
+            0.0,
+            "f32 n = {n}"
+        );
+        let rec32 = l32.matmul(&l32.t().unwrap()).unwrap().cast::<f64>();
+        assert!(
+            max_abs(&rec32.sub(&a).unwrap()) <= 1e-4 * max_abs(&a),
+            "f32 n = {n}"
+        );
     }
 }
 
