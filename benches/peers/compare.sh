@@ -12,6 +12,11 @@
 # PYTHON is an interpreter with torch (and jax[cpu], for the workloads that have a
 # JAX script) installed, e.g. from `python3 -m venv /tmp/peer && /tmp/peer/bin/pip
 # install torch "jax[cpu]"`; default python3. The figures are of this machine only.
+#
+# ROUNDS=N (convnet, resnet18, mlp; default 1) repeats the engine-then-peers
+# sequence N times and ends with the median of each round's ratio: on a machine
+# whose speed moves from minute to minute (a shared VM), a ratio measured within
+# one round and summarised over rounds says more than a single run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 workload=${1:?usage: benches/peers/compare.sh convnet|resnet18|mlp|linalg|sgemm [PYTHON]}
@@ -57,29 +62,47 @@ case $workload in
          torch=torch_mlp_step.py; jax=jax_mlp_step.py ;;
     *) echo "unknown workload '$workload' (convnet, resnet18, mlp, linalg or sgemm)" >&2; exit 2 ;;
 esac
-taskset -c 0,1 cargo bench -q -p benches --bench "$bench" -- "$group" > /dev/null
-ours=()
-for t in 1 2; do
-    est="target/criterion/$group/${id}_${t}_threads/new/estimates.json"
-    ours+=("$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['median']['point_estimate'] / 1e6)" "$est")")
-done
+rounds=${ROUNDS:-1}
+measured=$(mktemp)
+trap 'rm -f "$measured"' EXIT
 # The peers print "... N thread(s): median ... X ms ..."; keep X.
 figure() { sed -n 's/.*thread(s): .* \([0-9.]*\) ms over.*/\1/p'; }
-mapfile -t torch_ms < <(taskset -c 0,1 "$py" "benches/peers/$torch" 1 2 | figure)
-jax_ms=("" "")
-if [ -n "$jax" ]; then
-    jax_ms[0]=$(taskset -c 0 "$py" "benches/peers/$jax" 1 2>/dev/null | figure)
-    jax_ms[1]=$(taskset -c 0,1 "$py" "benches/peers/$jax" 2 2>/dev/null | figure)
-fi
-"$py" - "$workload" "${ours[@]}" "${torch_ms[@]}" "${jax_ms[@]}" <<'PY'
-import sys
-w, o1, o2, t1, t2, j1, j2 = (sys.argv[1:] + [""] * 7)[:7]
+for _ in $(seq "$rounds"); do
+    taskset -c 0,1 cargo bench -q -p benches --bench "$bench" -- "$group" > /dev/null
+    ours=()
+    for t in 1 2; do
+        est="target/criterion/$group/${id}_${t}_threads/new/estimates.json"
+        ours+=("$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['median']['point_estimate'] / 1e6)" "$est")")
+    done
+    mapfile -t torch_ms < <(taskset -c 0,1 "$py" "benches/peers/$torch" 1 2 | figure)
+    jax_ms=("-" "-")
+    if [ -n "$jax" ]; then
+        jax_ms[0]=$(taskset -c 0 "$py" "benches/peers/$jax" 1 2>/dev/null | figure)
+        jax_ms[1]=$(taskset -c 0,1 "$py" "benches/peers/$jax" 2 2>/dev/null | figure)
+    fi
+    echo "${ours[*]} ${torch_ms[*]} ${jax_ms[*]}" >> "$measured"
+done
+"$py" - "$workload" "$measured" <<'PY'
+import statistics, sys
+w, path = sys.argv[1], sys.argv[2]
+rounds = [line.split() for line in open(path) if line.strip()]
 print(f"{w}: median step time in ms (this engine / PyTorch / JAX) and this engine's ratio to each")
-for threads, o, t, j in [(1, o1, t1, j1), (2, o2, t2, j2)]:
-    o, t = float(o), float(t)
-    line = f"  {threads} thread(s): {o:.2f} / {t:.2f}"
-    line += f" / {float(j):.2f}" if j else " / —"
-    line += f"   ×{o / t:.2f} PyTorch" + (f", ×{o / float(j):.2f} JAX" if j else "")
-    print(line)
-print(f"  2-thread speed-up: this engine {float(o1) / float(o2):.2f}, PyTorch {float(t1) / float(t2):.2f}")
+ratios = {}
+for r, (o1, o2, t1, t2, j1, j2) in enumerate(rounds):
+    if len(rounds) > 1:
+        print(f" round {r + 1}:")
+    for threads, o, t, j in [(1, o1, t1, j1), (2, o2, t2, j2)]:
+        o, t = float(o), float(t)
+        line = f"  {threads} thread(s): {o:.2f} / {t:.2f}"
+        line += f" / {float(j):.2f}" if j != "-" else " / —"
+        line += f"   ×{o / t:.2f} PyTorch" + (f", ×{o / float(j):.2f} JAX" if j != "-" else "")
+        print(line)
+        ratios.setdefault((threads, "PyTorch"), []).append(o / t)
+        if j != "-":
+            ratios.setdefault((threads, "JAX"), []).append(o / float(j))
+    print(f"  2-thread speed-up: this engine {float(o1) / float(o2):.2f}, PyTorch {float(t1) / float(t2):.2f}")
+if len(rounds) > 1:
+    print(f" over {len(rounds)} rounds, the median ratio (smallest – largest):")
+    for (threads, peer), rs in sorted(ratios.items()):
+        print(f"  {threads} thread(s): ×{statistics.median(rs):.2f} {peer} ({min(rs):.2f} – {max(rs):.2f})")
 PY
