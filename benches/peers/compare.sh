@@ -80,7 +80,8 @@ for _ in $(seq "$rounds"); do
         jax_ms[0]=$(taskset -c 0 "$py" "benches/peers/$jax" 1 2>/dev/null | figure)
         jax_ms[1]=$(taskset -c 0,1 "$py" "benches/peers/$jax" 2 2>/dev/null | figure)
     fi
-    echo "${ours[*]} ${torch_ms[*]} ${jax_ms[*]}" >> "$measured"
+    # A peer that printed no figure (not installed, failed) counts as "-".
+    echo "${ours[*]} ${torch_ms[0]:--} ${torch_ms[1]:--} ${jax_ms[0]:--} ${jax_ms[1]:--}" >> "$measured"
 done
 "$py" - "$workload" "$measured" <<'PY'
 import statistics, sys
@@ -92,15 +93,19 @@ for r, (o1, o2, t1, t2, j1, j2) in enumerate(rounds):
     if len(rounds) > 1:
         print(f" round {r + 1}:")
     for threads, o, t, j in [(1, o1, t1, j1), (2, o2, t2, j2)]:
-        o, t = float(o), float(t)
-        line = f"  {threads} thread(s): {o:.2f} / {t:.2f}"
-        line += f" / {float(j):.2f}" if j != "-" else " / —"
-        line += f"   ×{o / t:.2f} PyTorch" + (f", ×{o / float(j):.2f} JAX" if j != "-" else "")
-        print(line)
-        ratios.setdefault((threads, "PyTorch"), []).append(o / t)
-        if j != "-":
-            ratios.setdefault((threads, "JAX"), []).append(o / float(j))
-    print(f"  2-thread speed-up: this engine {float(o1) / float(o2):.2f}, PyTorch {float(t1) / float(t2):.2f}")
+        o = float(o)
+        line = f"  {threads} thread(s): {o:.2f}"
+        ratio = ""
+        for ms, peer in [(t, "PyTorch"), (j, "JAX")]:
+            if ms == "-":
+                line += " / —"
+                continue
+            line += f" / {float(ms):.2f}"
+            ratio += f"{', ' if ratio else '   '}×{o / float(ms):.2f} {peer}"
+            ratios.setdefault((threads, peer), []).append(o / float(ms))
+        print(line + ratio)
+    torch_speedup = f"{float(t1) / float(t2):.2f}" if "-" not in (t1, t2) else "—"
+    print(f"  2-thread speed-up: this engine {float(o1) / float(o2):.2f}, PyTorch {torch_speedup}")
 if len(rounds) > 1:
     print(f" over {len(rounds)} rounds, the median ratio (smallest – largest):")
     for (threads, peer), rs in sorted(ratios.items()):
