@@ -20,7 +20,7 @@ use crate::dims::Dims;
 use crate::element::Element;
 use crate::error::{fmt_shape, Error, Result};
 use crate::kernels::gemm::with_scratch;
-use crate::kernels::{join_pairs, split_pairs};
+use crate::kernels::{irfft_precombine, join_pairs, rfft_recombine, split_pairs};
 use crate::layout::normalize_axis;
 use crate::parallel;
 use crate::storage;
@@ -358,15 +358,8 @@ fn rfft_row<T: Element>(
     let z0 = (zr[0], zi[0]);
     (out[0], out[1]) = x_of(z0, z0, (wr[0], wi[0]));
     (out[2 * h], out[2 * h + 1]) = x_of(z0, z0, (wr[h], wi[h]));
-    // k = 1..h against j = h − k: one forward and one reversed walk over Z (so that
-    // the loop vectorises).
-    let ks = zr[1..h].iter().zip(&zi[1..h]);
-    let js = zr[1..h].iter().rev().zip(zi[1..h].iter().rev());
-    let ws = wr[1..h].iter().zip(&wi[1..h]);
-    let outs = out[2..2 * h].chunks_exact_mut(2);
-    for ((((kr, ki), (jr, ji)), (w0, w1)), o) in ks.zip(js).zip(ws).zip(outs) {
-        (o[0], o[1]) = x_of((*kr, *ki), (*jr, *ji), (*w0, *w1));
-    }
+    // k = 1..h, the same operations as `x_of`, compiled for AVX2.
+    rfft_recombine((zr, zi), (wr, wi), s_half, out);
 }
 
 /// irfft of one row of bins `src` (pairs) into the real row `out` of length n (of
@@ -437,16 +430,8 @@ fn irfft_row<T: Element>(
     };
     let (x0, xh) = ((x[0], T::zero()), (x[2 * h], T::zero()));
     (ore[0], oim[0]) = z_conj(x0, xh, (wr[0], wi[0]));
-    // k = 1..h against j = h − k (which never reaches 0 or h): one forward and one
-    // reversed walk over the same pairs, read where they lie, so that the loop
-    // vectorises.
-    let ks = x[2..2 * h].chunks_exact(2);
-    let js = x[2..2 * h].chunks_exact(2).rev();
-    let ws = wr[1..h].iter().zip(&wi[1..h]);
-    let outs = ore[1..h].iter_mut().zip(oim[1..h].iter_mut());
-    for (((k, j), (w0, w1)), (or, oi)) in ks.zip(js).zip(ws).zip(outs) {
-        (*or, *oi) = z_conj((k[0], k[1]), (j[0], j[1]), (*w0, *w1));
-    }
+    // k = 1..h, the same operations as `z_conj`, compiled for AVX2.
+    irfft_precombine(x, (wr, wi), half_t, (&mut ore[..h], &mut oim[..h]));
     let (zr, zi) = p.forward_placed(&mut ore[..h], &mut oim[..h], sc);
     // h·z_j is the conjugate of that transform: x_{2j} = 2s·Re, x_{2j+1} = −2s·Im.
     let two_s = s + s;

@@ -8,7 +8,8 @@
 //! always uses the standard library, so numerics checked in `f64` are those of the
 //! platform's libm), Adam's fused update (`adam`), the many-right-hand-side
 //! triangular solve of the blocked Cholesky (`trsm`), the FFT's Stockham stages
-//! (`fft`) and the (re, im) pairs it splits and joins (`pairs`), the eigensolver's
+//! (`fft`), the (re, im) pairs it splits and joins (`pairs`) and the real
+//! transform's even/odd recombination (`real_fft`), the eigensolver's
 //! row step of its tridiagonalisation (`rank2`) and its plane rotations
 //! (`rotations`), and short copies and fills (`runs`). Where a kernel's operations
 //! are the portable path's (Adam, the FFT, the pairs, the eigensolver's kernels), it
@@ -27,6 +28,7 @@ pub mod gemm;
 mod pairs;
 mod portable;
 mod rank2;
+mod real_fft;
 mod rotations;
 mod runs;
 #[cfg(feature = "parallel")]
@@ -36,6 +38,7 @@ mod trsm;
 pub use adam::{adam_update, AdamSlices, AdamStep};
 pub use pairs::{join_pairs, split_pairs};
 pub use rank2::rank2_row_update;
+pub use real_fft::{irfft_precombine, rfft_recombine};
 pub use rotations::{rotate_rows, PlaneRotation};
 pub use runs::{copy_run, gather_runs, zero_run};
 pub use trsm::{solve_lower_columns, MAX_ORDER};
