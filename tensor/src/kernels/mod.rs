@@ -40,7 +40,7 @@ pub use pairs::{join_pairs, split_pairs};
 pub use rank2::rank2_row_update;
 pub use real_fft::{irfft_precombine, rfft_recombine};
 pub use rotations::{rotate_rows, PlaneRotation};
-pub use runs::{copy_run, gather_runs, zero_run};
+pub use runs::{copy_rows, copy_run, gather_runs, zero_run};
 pub use trsm::{solve_lower_columns, MAX_ORDER};
 
 /// A slice's base pointer that the tasks of a parallel loop share, each writing

@@ -99,6 +99,83 @@ pub fn gather_runs<T: Scalar>(
     }
 }
 
+/// Copies `rows` runs of `len` elements, run p from `src[offset + p·src_ld..]` to
+/// `dst[p·dst_ld..]`: a GEMM panel packed from a row-major matrix (6 to 16 elements
+/// a row), in one loop with no call per run. With a call of [`copy_run`] per row,
+/// the packing took a tenth of a Cholesky factorisation at n = 512.
+///
+/// # Panics
+/// When a run leaves `src` or `dst`.
+pub fn copy_rows<T: Scalar>(
+    dst: &mut [T],
+    dst_ld: usize,
+    src: &[T],
+    (offset, src_ld): (usize, usize),
+    rows: usize,
+    len: usize,
+) {
+    if rows == 0 || len == 0 {
+        return;
+    }
+    // The end of the last run each side, in checked arithmetic (a wrapped sum would
+    // pass the check and let the unchecked copies out of the slices).
+    let end = |start: usize, ld: usize| {
+        (rows - 1)
+            .checked_mul(ld)
+            .and_then(|e| e.checked_add(start))
+            .and_then(|e| e.checked_add(len))
+    };
+    let inside = end(offset, src_ld).is_some_and(|e| e <= src.len())
+        && end(0, dst_ld).is_some_and(|e| e <= dst.len());
+    assert!(inside, "copy_rows: a run leaves its slice");
+    #[cfg(target_arch = "x86_64")]
+    if super::has_avx2_fma() {
+        // SAFETY: AVX2 is present; every run lies inside `src` and `dst` (checked
+        // above), and `dst` is a `&mut` distinct from `src`.
+        unsafe {
+            avx2_copy_rows(
+                dst.as_mut_ptr(),
+                dst_ld,
+                src.as_ptr().add(offset),
+                src_ld,
+                rows,
+                len,
+            )
+        };
+        return;
+    }
+    for p in 0..rows {
+        let s = offset + p * src_ld;
+        copy_run(&mut dst[p * dst_ld..p * dst_ld + len], &src[s..s + len]);
+    }
+}
+
+/// # Safety
+/// AVX2 is available; the `rows` runs of `len` elements at row strides `dst_ld`
+/// and `src_ld` lie inside both ranges (see [`copy_rows`]), which do not overlap.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn avx2_copy_rows<T>(
+    dst: *mut T,
+    dst_ld: usize,
+    src: *const T,
+    src_ld: usize,
+    rows: usize,
+    len: usize,
+) {
+    let bytes = len * std::mem::size_of::<T>();
+    for p in 0..rows {
+        // SAFETY: inside both ranges (the caller's contract).
+        unsafe {
+            avx2_copy(
+                dst.add(p * dst_ld).cast(),
+                src.add(p * src_ld).cast(),
+                bytes,
+            )
+        };
+    }
+}
+
 /// # Safety
 /// AVX2 is available; every run of every row lies inside both ranges (see
 /// [`gather_runs`]), which do not overlap.
@@ -267,6 +344,54 @@ mod tests {
         }
         check::<f32>();
         check::<f64>();
+    }
+
+    /// Rows of every length class (0 to 20 elements, the overlapping tails of each
+    /// size) at strides wider than the runs: each run lands where a plain loop puts
+    /// it, and the gaps between the destination's runs keep their values.
+    #[test]
+    fn copy_rows_copies_each_run_and_nothing_else() {
+        fn check<T: Scalar + std::fmt::Debug + From<u16>>() {
+            let src: Vec<T> = (0..600u16).map(T::from).collect();
+            for len in 0..=20 {
+                for (offset, src_ld, rows) in [(0usize, 21usize, 5usize), (7, 33, 9), (3, 20, 1)] {
+                    let dst_ld = len + 3;
+                    let mut dst = vec![T::from(999); rows * dst_ld];
+                    copy_rows(&mut dst, dst_ld, &src, (offset, src_ld), rows, len);
+                    let mut want = vec![T::from(999); rows * dst_ld];
+                    for p in 0..rows {
+                        for k in 0..len {
+                            want[p * dst_ld + k] = src[offset + p * src_ld + k];
+                        }
+                    }
+                    assert_eq!(dst, want, "len {len}, source stride {src_ld}");
+                }
+            }
+        }
+        check::<f32>();
+        check::<f64>();
+    }
+
+    /// Runs that would leave the source or the destination, or whose ends wrap
+    /// around, are refused before anything is copied.
+    #[test]
+    fn copy_rows_refuses_runs_outside_its_slices() {
+        let src = [1.0f64; 40];
+        let cases: [(usize, usize, usize, usize, usize); 4] = [
+            // (destination stride, source offset, source stride, rows, length)
+            (8, 0, 10, 4, 11),
+            (8, 0, 13, 4, 8),
+            (9, 0, 8, 4, 8),
+            (8, usize::MAX, 1, 2, 2),
+        ];
+        for (dst_ld, offset, src_ld, rows, len) in cases {
+            let mut dst = [0.0f64; 32];
+            let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                copy_rows(&mut dst, dst_ld, &src, (offset, src_ld), rows, len)
+            }));
+            assert!(refused.is_err(), "{dst_ld} {offset} {src_ld} {rows} {len}");
+            assert!(dst.iter().all(|&v| v == 0.0));
+        }
     }
 
     /// A run that would read past the source is refused before anything is copied.

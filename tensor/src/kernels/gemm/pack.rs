@@ -76,7 +76,10 @@ impl<T: Scalar> PanelSource<T> for Strided<'_, T> {
         if valid == 0 {
             return;
         }
-        if self.width_stride == 1 {
+        if self.width_stride == 1 && self.depth_stride >= 0 {
+            let rows = (at(0, 0), self.depth_stride as usize);
+            crate::kernels::copy_rows(out, w, self.data, rows, kc, valid);
+        } else if self.width_stride == 1 {
             for (p, row) in out.chunks_exact_mut(w).enumerate() {
                 let s = at(p, 0);
                 crate::kernels::copy_run(&mut row[..valid], &self.data[s..s + valid]);
