@@ -9,10 +9,10 @@
 //! platform's libm), Adam's fused update (`adam`), the many-right-hand-side
 //! triangular solve of the blocked Cholesky (`trsm`), the FFT's Stockham stages
 //! (`fft`), the (re, im) pairs it splits and joins (`pairs`) and the real
-//! transform's even/odd recombination (`real_fft`), the eigensolver's
-//! row step of its tridiagonalisation (`rank2`) and its plane rotations
-//! (`rotations`), and short copies and fills (`runs`). Where a kernel's operations
-//! are the portable path's (Adam, the FFT, the pairs, the eigensolver's kernels), it
+//! transform's even/odd recombination (`real_fft`), the eigensolver's row step of
+//! its tridiagonalisation (`rank2`) and its plane rotations (`rotations`), and short
+//! copies and fills (`runs`). Where a kernel's operations are the portable path's
+//! (Adam, the FFT and its recombination, the pairs, the eigensolver's kernels), it
 //! gives the same bits; where it fuses multiply-adds (GEMM, the solve), it agrees to
 //! rounding, as its tests state. It also holds the team of threads kept awake
 //! through a region of short parallel loops (`team`, behind
