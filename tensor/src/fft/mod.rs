@@ -20,7 +20,9 @@ use crate::dims::Dims;
 use crate::element::Element;
 use crate::error::{fmt_shape, Error, Result};
 use crate::kernels::gemm::with_scratch;
-use crate::kernels::{irfft_precombine, join_pairs, rfft_recombine, split_pairs};
+use crate::kernels::{
+    half_bin_conj, irfft_precombine, join_pairs, real_bin, rfft_recombine, split_pairs,
+};
 use crate::layout::normalize_axis;
 use crate::parallel;
 use crate::storage;
@@ -347,18 +349,10 @@ fn rfft_row<T: Element>(
     // O_k = −i (Z_k − conj Z_{h−k})/2 (Z_h = Z_0): the halving is folded into the
     // scale (exact: a power of two), and X is written as pairs straight into `out`.
     let s_half = s * T::from_f64(0.5);
-    let x_of = |zk: (T, T), zj: (T, T), w: (T, T)| {
-        let (er, ei) = (zk.0 + zj.0, zk.1 - zj.1);
-        let (or, oi) = (zk.1 + zj.1, zj.0 - zk.0);
-        (
-            (er + or * w.0 - oi * w.1) * s_half,
-            (ei + or * w.1 + oi * w.0) * s_half,
-        )
-    };
     let z0 = (zr[0], zi[0]);
-    (out[0], out[1]) = x_of(z0, z0, (wr[0], wi[0]));
-    (out[2 * h], out[2 * h + 1]) = x_of(z0, z0, (wr[h], wi[h]));
-    // k = 1..h, the same operations as `x_of`, compiled for AVX2.
+    (out[0], out[1]) = real_bin(z0, z0, (wr[0], wi[0]), s_half);
+    (out[2 * h], out[2 * h + 1]) = real_bin(z0, z0, (wr[h], wi[h]), s_half);
+    // k = 1..h, compiled for AVX2.
     rfft_recombine((zr, zi), (wr, wi), s_half, out);
 }
 
@@ -421,16 +415,10 @@ fn irfft_row<T: Element>(
         &padded[..]
     };
     let half_t = T::from_f64(0.5);
-    // The conjugate of Z_k, for the inverse transform by conjugation.
-    let z_conj = |xk: (T, T), xj: (T, T), w: (T, T)| {
-        let (er, ei) = ((xk.0 + xj.0) * half_t, (xk.1 - xj.1) * half_t);
-        let (dr, di) = ((xk.0 - xj.0) * half_t, (xk.1 + xj.1) * half_t);
-        let (or, oi) = (dr * w.0 + di * w.1, di * w.0 - dr * w.1);
-        (er - oi, -(ei + or))
-    };
+    // The conjugates of Z_k, for the inverse transform by conjugation.
     let (x0, xh) = ((x[0], T::zero()), (x[2 * h], T::zero()));
-    (ore[0], oim[0]) = z_conj(x0, xh, (wr[0], wi[0]));
-    // k = 1..h, the same operations as `z_conj`, compiled for AVX2.
+    (ore[0], oim[0]) = half_bin_conj(x0, xh, (wr[0], wi[0]), half_t);
+    // k = 1..h, compiled for AVX2.
     irfft_precombine(x, (wr, wi), half_t, (&mut ore[..h], &mut oim[..h]));
     let (zr, zi) = p.forward_placed(&mut ore[..h], &mut oim[..h], sc);
     // h·z_j is the conjugate of that transform: x_{2j} = 2s·Re, x_{2j+1} = −2s·Im.

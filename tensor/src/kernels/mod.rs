@@ -38,7 +38,7 @@ mod trsm;
 pub use adam::{adam_update, AdamSlices, AdamStep};
 pub use pairs::{join_pairs, split_pairs};
 pub use rank2::rank2_row_update;
-pub use real_fft::{irfft_precombine, rfft_recombine};
+pub use real_fft::{half_bin_conj, irfft_precombine, real_bin, rfft_recombine};
 pub use rotations::{rotate_rows, PlaneRotation};
 pub use runs::{copy_rows, copy_run, gather_runs, zero_run};
 pub use trsm::{solve_lower_columns, MAX_ORDER};

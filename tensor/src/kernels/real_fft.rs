@@ -13,13 +13,33 @@
 use super::gemm::Scalar;
 use num_traits::Float;
 
-/// Bins k = 1..h of the real row's transform from the half-length transform
-/// `(zr, zi)` (h values each), written as pairs into `out[2k], out[2k + 1]`:
-///
-/// X_k = (E_k + W_n^k O_k)·s with 2E_k = Z_k + conj Z_{h−k} and
-/// 2O_k = −i (Z_k − conj Z_{h−k}), the halving folded into `s_half` = s/2; `(wr,
-/// wi)` holds W_n^k for k ≤ h at least. Bins 0 and h (which read Z_0 twice) are the
-/// caller's.
+/// Bin k of the real row's transform, X_k = (E_k + W_n^k O_k)·s, from Z_k, Z_{h−k}
+/// and W_n^k, with `s_half` = s/2 (the halving of E_k and O_k folded into the
+/// scale: exact, a power of two). Bins 0 and h take Z_0 for both.
+#[inline(always)]
+pub fn real_bin<T: Float>(zk: (T, T), zj: (T, T), w: (T, T), s_half: T) -> (T, T) {
+    let (er, ei) = (zk.0 + zj.0, zk.1 - zj.1);
+    let (or, oi) = (zk.1 + zj.1, zj.0 - zk.0);
+    (
+        (er + or * w.0 - oi * w.1) * s_half,
+        (ei + or * w.1 + oi * w.0) * s_half,
+    )
+}
+
+/// The conjugate of Z_k = E_k + i O_k from the real row's bins X_k, X_{h−k} and
+/// W_n^k, with `half` = 1/2 (the inverse transforms by conjugation).
+#[inline(always)]
+pub fn half_bin_conj<T: Float>(xk: (T, T), xj: (T, T), w: (T, T), half: T) -> (T, T) {
+    let (er, ei) = ((xk.0 + xj.0) * half, (xk.1 - xj.1) * half);
+    let (dr, di) = ((xk.0 - xj.0) * half, (xk.1 + xj.1) * half);
+    let (or, oi) = (dr * w.0 + di * w.1, di * w.0 - dr * w.1);
+    (er - oi, -(ei + or))
+}
+
+/// Bins k = 1..h of the real row's transform ([`real_bin`]) from the half-length
+/// transform `(zr, zi)` (h values each), written as pairs into `out[2k], out[2k +
+/// 1]`, with 2E_k = Z_k + conj Z_{h−k}, 2O_k = −i (Z_k − conj Z_{h−k}); `(wr, wi)`
+/// holds W_n^k for k < h at least. Bins 0 and h are the caller's.
 ///
 /// # Panics
 /// When `zi` is shorter than `zr`, the twiddles hold fewer than h values or `out`
@@ -78,20 +98,15 @@ fn plain_rfft_recombine<T: Scalar + Float>(
     let ws = wr[1..h].iter().zip(&wi[1..h]);
     let outs = out[2..2 * h].chunks_exact_mut(2);
     for ((((&kr, &ki), (&jr, &ji)), (&w0, &w1)), o) in ks.zip(js).zip(ws).zip(outs) {
-        let (er, ei) = (kr + jr, ki - ji);
-        let (or, oi) = (ki + ji, jr - kr);
-        o[0] = (er + or * w0 - oi * w1) * s_half;
-        o[1] = (ei + or * w1 + oi * w0) * s_half;
+        (o[0], o[1]) = real_bin((kr, ki), (jr, ji), (w0, w1), s_half);
     }
 }
 
-/// The conjugates of Z_k, k = 1..h, of the half-length complex row whose transform
-/// gives the real row, from the real row's bins `x` (pairs, bins 0..=h, so that
-/// x holds 2h + 2 values), into `ore[k], oim[k]`:
-///
-/// 2E_k = X_k + conj X_{h−k}, 2O_k = (X_k − conj X_{h−k}) W_n^{−k}, Z_k = E_k + i O_k,
-/// with `(wr, wi)` = W_n^k for k < h at least and `half` = 1/2. Bin 0 (which reads
-/// bins 0 and h as real) is the caller's.
+/// The conjugates of Z_k, k = 1..h ([`half_bin_conj`]), of the half-length complex
+/// row whose transform gives the real row, from the real row's bins `x` (pairs,
+/// bins 0..=h), into `ore[k], oim[k]`, with 2E_k = X_k + conj X_{h−k},
+/// 2O_k = (X_k − conj X_{h−k}) W_n^{−k}; `(wr, wi)` holds W_n^k for k < h at least.
+/// Bin 0 (which reads bins 0 and h as real) is the caller's.
 ///
 /// # Panics
 /// When `x` holds fewer than 2h values, the twiddles fewer than h or `oim` fewer
@@ -150,12 +165,8 @@ fn plain_irfft_precombine<T: Scalar + Float>(
     let js = x[2..2 * h].chunks_exact(2).rev();
     let ws = wr[1..h].iter().zip(&wi[1..h]);
     let outs = ore[1..h].iter_mut().zip(oim[1..h].iter_mut());
-    for (((k, j), (&w0, &w1)), (or_out, oi_out)) in ks.zip(js).zip(ws).zip(outs) {
-        let (er, ei) = ((k[0] + j[0]) * half, (k[1] - j[1]) * half);
-        let (dr, di) = ((k[0] - j[0]) * half, (k[1] + j[1]) * half);
-        let (or, oi) = (dr * w0 + di * w1, di * w0 - dr * w1);
-        *or_out = er - oi;
-        *oi_out = -(ei + or);
+    for (((k, j), (&w0, &w1)), (re, im)) in ks.zip(js).zip(ws).zip(outs) {
+        (*re, *im) = half_bin_conj((k[0], k[1]), (j[0], j[1]), (w0, w1), half);
     }
 }
 
