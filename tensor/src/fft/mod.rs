@@ -21,7 +21,7 @@ use crate::element::Element;
 use crate::error::{fmt_shape, Error, Result};
 use crate::kernels::gemm::with_scratch;
 use crate::kernels::{
-    half_bin_conj, irfft_precombine, join_pairs, real_bin, rfft_recombine, split_pairs,
+    half_bin_conj, irfft_precombine, join_pairs, real_bin, rfft_recombine, split_pairs, Ahead,
 };
 use crate::layout::normalize_axis;
 use crate::parallel;
@@ -94,12 +94,14 @@ fn complex_axis(op: &'static str, t: &Tensor<impl Element>, axis: isize) -> Resu
 
 /// The per-row buffers of [`along`]: the row's input split into (re, im) (`n`
 /// each) and its output parts (`out_len` each), which a row transform may use as it
-/// likes.
+/// likes; and the next row's input and output, for the transform to ask the cache
+/// for while it computes ([`Ahead`]).
 struct RowBufs<'a, T> {
     re: &'a mut [T],
     im: &'a mut [T],
     ore: &'a mut [T],
     oim: &'a mut [T],
+    ahead: Ahead,
 }
 
 /// Transforms the rows of `t` along `axis`: the axis is moved last (for a complex
@@ -168,12 +170,28 @@ fn along<T: Element>(
                 // One buffer for the row's input and output parts, recycled on this
                 // thread from call to call (every row writes the parts it reads).
                 with_scratch(2 * (n + out_len), |buf: &mut [T]| {
-                    for (i, o) in chunk.chunks_mut(out_width).enumerate() {
+                    let mut rest_of_chunk = chunk;
+                    for r in r0.. {
+                        let Some((o, later)) = rest_of_chunk.split_at_mut_checked(out_width) else {
+                            break;
+                        };
+                        rest_of_chunk = later;
                         let (re, rest) = buf.split_at_mut(n);
                         let (im, rest) = rest.split_at_mut(n);
                         let (ore, oim) = rest.split_at_mut(out_len);
-                        let src = &data[(r0 + i) * width..(r0 + i + 1) * width];
-                        row(src, o, RowBufs { re, im, ore, oim }, &p, &mut scratch);
+                        let src = &data[r * width..(r + 1) * width];
+                        // The next row of the input, and of this chunk's output.
+                        let next_src = data.get((r + 1) * width..(r + 2) * width);
+                        let next_out = rest_of_chunk.get(..out_width);
+                        let ahead = Ahead::new(next_src.unwrap_or(&[]), next_out.unwrap_or(&[]));
+                        let bufs = RowBufs {
+                            re,
+                            im,
+                            ore,
+                            oim,
+                            ahead,
+                        };
+                        row(src, o, bufs, &p, &mut scratch);
                     }
                 })
             })
@@ -211,7 +229,7 @@ fn transform<T: Element>(
 ) {
     let sign = if inverse { -T::one() } else { T::one() };
     split_pairs(src, b.re, b.im, sign);
-    let (re, im) = p.forward_placed(b.re, b.im, sc);
+    let (re, im) = p.forward_placed(b.re, b.im, sc, &b.ahead);
     let s = T::from_f64(scale);
     join_pairs(re, im, (s, s * sign), out);
 }
@@ -337,14 +355,14 @@ fn rfft_row<T: Element>(
     if n % 2 == 1 || n < 4 {
         b.re.copy_from_slice(x);
         b.im.fill(T::zero());
-        let (r, i) = p.forward_placed(b.re, b.im, sc);
+        let (r, i) = p.forward_placed(b.re, b.im, sc, &b.ahead);
         join_pairs(&r[..half], &i[..half], (s, s), out);
         return;
     }
     // Z = FFT_h(x_even + i x_odd), left wherever its last stage put it.
     let h = n / 2;
     split_pairs(x, &mut b.re[..h], &mut b.im[..h], T::one());
-    let (zr, zi) = p.forward_placed(&mut b.re[..h], &mut b.im[..h], sc);
+    let (zr, zi) = p.forward_placed(&mut b.re[..h], &mut b.im[..h], sc, &b.ahead);
     // X_k = E_k + W_n^k O_k with E_k = (Z_k + conj Z_{h−k})/2 and
     // O_k = −i (Z_k − conj Z_{h−k})/2 (Z_h = Z_0): the halving is folded into the
     // scale (exact: a power of two), and X is written as pairs straight into `out`.
@@ -395,7 +413,7 @@ fn irfft_row<T: Element>(
         for v in fi.iter_mut() {
             *v = -*v;
         }
-        let (fr, _) = p.forward_placed(fr, fi, sc);
+        let (fr, _) = p.forward_placed(fr, fi, sc, &b.ahead);
         for (o, &r) in out.iter_mut().zip(fr) {
             *o = r * s;
         }
@@ -420,7 +438,7 @@ fn irfft_row<T: Element>(
     (ore[0], oim[0]) = half_bin_conj(x0, xh, (wr[0], wi[0]), half_t);
     // k = 1..h, compiled for AVX2.
     irfft_precombine(x, (wr, wi), half_t, (&mut ore[..h], &mut oim[..h]));
-    let (zr, zi) = p.forward_placed(&mut ore[..h], &mut oim[..h], sc);
+    let (zr, zi) = p.forward_placed(&mut ore[..h], &mut oim[..h], sc, &b.ahead);
     // h·z_j is the conjugate of that transform: x_{2j} = 2s·Re, x_{2j+1} = −2s·Im.
     let two_s = s + s;
     join_pairs(zr, zi, (two_s, -two_s), out);

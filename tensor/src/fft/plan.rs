@@ -20,7 +20,7 @@
 use crate::element::Element;
 use crate::kernels::fft64::Fft64;
 use crate::kernels::four_step::FourStep;
-use crate::kernels::{copy_run, fft};
+use crate::kernels::{copy_run, fft, Ahead};
 use crate::storage;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -274,7 +274,7 @@ impl<T: Element> Plan<T> {
 
     /// The forward transform of (re, im) in place.
     pub(crate) fn forward(&self, re: &mut [T], im: &mut [T], scratch: &mut Scratch<T>) {
-        if self.run(re, im, scratch) {
+        if self.run(re, im, scratch, &Ahead::NONE) {
             let (r, i) = scratch.ri.split_at(self.n);
             copy_run(re, r);
             copy_run(im, i);
@@ -283,14 +283,17 @@ impl<T: Element> Plan<T> {
 
     /// The forward transform of (re, im), left where its last stage put it: in
     /// (re, im) or in the scratch, whose parts are returned (a caller that reads the
-    /// result once saves the copy back of [`Plan::forward`]).
+    /// result once saves the copy back of [`Plan::forward`]). The four-step and
+    /// vectorised Stockham algorithms ask for the lines of `ahead` (the next row of
+    /// a batch) along the way; the others ignore it.
     pub(crate) fn forward_placed<'a>(
         &self,
         re: &'a mut [T],
         im: &'a mut [T],
         scratch: &'a mut Scratch<T>,
+        ahead: &Ahead,
     ) -> (&'a [T], &'a [T]) {
-        if self.run(re, im, scratch) {
+        if self.run(re, im, scratch, ahead) {
             return scratch.ri.split_at(self.n);
         }
         (re, im)
@@ -299,13 +302,13 @@ impl<T: Element> Plan<T> {
     /// The forward transform from (re, im): returns whether the result is in the
     /// scratch's Stockham buffers (after an odd number of stages) rather than in
     /// (re, im).
-    fn run(&self, re: &mut [T], im: &mut [T], scratch: &mut Scratch<T>) -> bool {
+    fn run(&self, re: &mut [T], im: &mut [T], scratch: &mut Scratch<T>, ahead: &Ahead) -> bool {
         debug_assert!(re.len() == self.n && im.len() == self.n);
         match &self.algorithm {
             Algorithm::Stockham(stages, vector) => {
                 let (r, i) = scratch.ri.split_at_mut(self.n);
                 match vector {
-                    Some(v) => v.run(re, im, r, i),
+                    Some(v) => v.run(re, im, r, i, ahead),
                     None => stockham(stages, &self.tw, re, im, r, i),
                 }
             }
@@ -315,7 +318,7 @@ impl<T: Element> Plan<T> {
             }
             Algorithm::FourStep(f) => {
                 let (r, i) = scratch.ri.split_at_mut(self.n);
-                f.run(re, im, r, i);
+                f.run(re, im, r, i, ahead);
                 false
             }
             Algorithm::Bluestein {
@@ -600,7 +603,7 @@ mod tests {
                 let (mut br, mut bi) = (ar.clone(), ai.clone());
                 let (mut yr, mut yi) = (vec![T::zero(); n], vec![T::zero(); n]);
                 let (mut zr, mut zi) = (yr.clone(), yi.clone());
-                let in_y = vector.run(&mut ar, &mut ai, &mut yr, &mut yi);
+                let in_y = vector.run(&mut ar, &mut ai, &mut yr, &mut yi, &Ahead::NONE);
                 let in_z = stockham(stages, &p.tw, &mut br, &mut bi, &mut zr, &mut zi);
                 assert_eq!(in_y, in_z, "where the result lands, n = {n}");
                 let (vr, vi, sr, si) = if in_y {

@@ -15,6 +15,7 @@
 //! Each butterfly is the scalar path's (`fft::plan`'s `bfly4`) operation for
 //! operation, unfused: the AVX2 and portable paths give the same bits.
 
+use super::ahead::Ahead;
 use super::gemm::Scalar;
 use std::any::TypeId;
 
@@ -95,11 +96,19 @@ impl<T: Scalar> Stockham<T> {
 
     /// The transform of (re, im), with (yr, yi) as the other buffer of the ping-pong:
     /// returns whether the result is in (yr, yi) (after an odd number of stages)
-    /// rather than in (re, im).
+    /// rather than in (re, im). A share of the lines of `ahead` (the next row of a
+    /// batch) is asked for before each stage.
     ///
     /// # Panics
     /// When a slice is not of the transform's length.
-    pub fn run(&self, re: &mut [T], im: &mut [T], yr: &mut [T], yi: &mut [T]) -> bool {
+    pub fn run(
+        &self,
+        re: &mut [T],
+        im: &mut [T],
+        yr: &mut [T],
+        yi: &mut [T],
+        ahead: &Ahead,
+    ) -> bool {
         let n = self.n;
         assert!(
             re.len() == n && im.len() == n && yr.len() == n && yi.len() == n,
@@ -117,8 +126,10 @@ impl<T: Scalar> Stockham<T> {
             // SAFETY: construction checked AVX2 and every stage's shape and twiddle
             // lengths against n; the four buffers hold n elements (checked above); T
             // is f32 or f64 as the type test says.
-            unsafe { run(n, &self.stages, bufs, f32_) };
+            unsafe { run(n, &self.stages, bufs, f32_, ahead) };
         }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = ahead;
         self.stages.len() % 2 == 1
     }
 }
@@ -136,10 +147,12 @@ unsafe fn run<T: Scalar>(
     stages: &[(usize, usize, [Vec<T>; 6])],
     bufs: [*mut T; 4],
     f32_: bool,
+    ahead: &Ahead,
 ) {
     let [re, im, yr, yi] = bufs;
     let mut from_x = true;
-    for (radix, s, tw) in stages {
+    for (stage, (radix, s, tw)) in stages.iter().enumerate() {
+        ahead.part(stage, stages.len());
         let tw = tw.each_ref().map(|w| w.as_ptr());
         let (xr, xi, or, oi) = if from_x {
             (re, im, yr, yi)

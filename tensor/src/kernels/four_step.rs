@@ -16,6 +16,7 @@
 //! Written once over a `Vector` trait, so the AVX2 path of `f32` (`__m256`) and the
 //! portable path (`[T; 8]`) perform the same operations and give the same bits.
 
+use super::ahead::Ahead;
 use super::fft64::{dft4, dft8, Lanes};
 use super::gemm::Scalar;
 use num_traits::Float;
@@ -127,6 +128,7 @@ fn four_step<T: Copy, L: Vector<T>, const R1: usize, const R2: usize>(
     im: &mut [T],
     sr: &mut [T],
     si: &mut [T],
+    ahead: &Ahead,
 ) {
     let (n1, n2) = (8 * R1, 8 * R2);
     let n = n1 * n2;
@@ -138,7 +140,11 @@ fn four_step<T: Copy, L: Vector<T>, const R1: usize, const R2: usize>(
     let w2 = (&plan.w2.0[..], &plan.w2.1[..]);
     // Pass 1: columns j₂ = 8c.. of x (rows j₁), turned by W_n^{j₂·k₁} into y[k₁],
     // then written transposed: row j₂, columns k₁ of the scratch.
+    // One share of the next row's lines is asked for at each of the passes' R2 + R1
+    // column steps.
+    let steps = R1 + R2;
     for c in 0..R2 {
+        ahead.part(c, steps);
         let (x_re, x_im) = (&*re, &*im);
         let load = |j1: usize| {
             let at = n2 * j1 + 8 * c;
@@ -171,6 +177,7 @@ fn four_step<T: Copy, L: Vector<T>, const R1: usize, const R2: usize>(
     // Pass 2: columns k₁ = 8c.. of the scratch (rows j₂); point k₂ of their
     // transforms is X_{k₁ + N₁·k₂}, at N₁·k₂ + k₁.
     for c in 0..R1 {
+        ahead.part(R2 + c, steps);
         let (s_re, s_im) = (&*sr, &*si);
         let load = |j2: usize| {
             let at = n1 * j2 + 8 * c;
@@ -192,11 +199,12 @@ fn dispatch<T: Copy, L: Vector<T>>(
     im: &mut [T],
     sr: &mut [T],
     si: &mut [T],
+    ahead: &Ahead,
 ) {
     match plan.n {
-        1024 => four_step::<T, L, 4, 4>(plan, re, im, sr, si),
-        2048 => four_step::<T, L, 8, 4>(plan, re, im, sr, si),
-        _ => four_step::<T, L, 8, 8>(plan, re, im, sr, si),
+        1024 => four_step::<T, L, 4, 4>(plan, re, im, sr, si, ahead),
+        2048 => four_step::<T, L, 8, 4>(plan, re, im, sr, si, ahead),
+        _ => four_step::<T, L, 8, 8>(plan, re, im, sr, si, ahead),
     }
 }
 
@@ -238,11 +246,12 @@ impl<T: Scalar + Float> FourStep<T> {
         })
     }
 
-    /// The forward transform of (re, im) in place, with (sr, si) as scratch.
+    /// The forward transform of (re, im) in place, with (sr, si) as scratch, asking
+    /// for the lines of `ahead` (the next row of a batch) a share per column step.
     ///
     /// # Panics
     /// When a slice does not hold the transform's length.
-    pub fn run(&self, re: &mut [T], im: &mut [T], sr: &mut [T], si: &mut [T]) {
+    pub fn run(&self, re: &mut [T], im: &mut [T], sr: &mut [T], si: &mut [T], ahead: &Ahead) {
         let n = self.n;
         assert!(
             [re.len(), im.len(), sr.len(), si.len()] == [n; 4],
@@ -257,10 +266,10 @@ impl<T: Scalar + Float> FourStep<T> {
             };
             // SAFETY: AVX2 is present (checked); T is f32, so the plan's tables are
             // f32 ones.
-            unsafe { avx2(&*plan.cast(), f32s(re), f32s(im), f32s(sr), f32s(si)) };
+            unsafe { avx2(&*plan.cast(), f32s(re), f32s(im), f32s(sr), f32s(si), ahead) };
             return;
         }
-        dispatch::<T, [T; 8]>(self, re, im, sr, si);
+        dispatch::<T, [T; 8]>(self, re, im, sr, si, ahead);
     }
 }
 
@@ -303,8 +312,9 @@ unsafe fn avx2(
     im: &mut [f32],
     sr: &mut [f32],
     si: &mut [f32],
+    ahead: &Ahead,
 ) {
-    dispatch::<f32, super::fft64::avx2_lanes::V>(plan, re, im, sr, si);
+    dispatch::<f32, super::fft64::avx2_lanes::V>(plan, re, im, sr, si, ahead);
 }
 
 #[cfg(test)]
@@ -341,7 +351,7 @@ mod tests {
             let xr: Vec<f64> = re.iter().map(|v| v.to_f64().unwrap()).collect();
             let xi: Vec<f64> = im.iter().map(|v| v.to_f64().unwrap()).collect();
             let (mut sr, mut si) = (vec![T::zero(); n], vec![T::zero(); n]);
-            f.run(&mut re, &mut im, &mut sr, &mut si);
+            f.run(&mut re, &mut im, &mut sr, &mut si, &Ahead::NONE);
             let (cos, sin) = table::<f64>(n);
             let mut scale: f64 = 0.0;
             let mut err: f64 = 0.0;
@@ -385,8 +395,10 @@ mod tests {
                 let (mut re, mut im) = (x[..n].to_vec(), x[n..].to_vec());
                 let (mut pr, mut pi) = (re.clone(), im.clone());
                 let (mut sr, mut si) = (vec![0.0; n], vec![0.0; n]);
-                f.run(&mut re, &mut im, &mut sr, &mut si);
-                dispatch::<f32, [f32; 8]>(&f, &mut pr, &mut pi, &mut sr, &mut si);
+                // With a hint over some other buffer, which changes nothing.
+                let next = vec![1.0f32; 2 * n];
+                f.run(&mut re, &mut im, &mut sr, &mut si, &Ahead::new(&next, &x));
+                dispatch::<f32, [f32; 8]>(&f, &mut pr, &mut pi, &mut sr, &mut si, &Ahead::NONE);
                 let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&re), bits(&pr), "real parts, n = {n}");
                 assert_eq!(bits(&im), bits(&pi), "imaginary parts, n = {n}");

@@ -10,8 +10,9 @@
 //! triangular solve of the blocked Cholesky (`trsm`), the FFT's Stockham stages
 //! (`fft`), the (re, im) pairs it splits and joins (`pairs`) and the real
 //! transform's even/odd recombination (`real_fft`), the eigensolver's row step of
-//! its tridiagonalisation (`rank2`) and its plane rotations (`rotations`), and short
-//! copies and fills (`runs`). Where a kernel's operations are the portable path's
+//! its tridiagonalisation (`rank2`) and its plane rotations (`rotations`), short
+//! copies and fills (`runs`), and the cache hints a batched row kernel gives for the
+//! next row (`ahead`). Where a kernel's operations are the portable path's
 //! (Adam, the FFT and its recombination, the pairs, the eigensolver's kernels), it
 //! gives the same bits; where it fuses multiply-adds (GEMM, the solve), it agrees to
 //! rounding, as its tests state. It also holds the team of threads kept awake
@@ -19,6 +20,7 @@
 //! [`crate::parallel::with_team`]), which hands the loops' closures across threads.
 
 mod adam;
+mod ahead;
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 pub mod fft;
@@ -36,6 +38,7 @@ pub(crate) mod team;
 mod trsm;
 
 pub use adam::{adam_update, AdamSlices, AdamStep};
+pub use ahead::Ahead;
 pub use pairs::{join_pairs, split_pairs};
 pub use rank2::rank2_row_update;
 pub use real_fft::{half_bin_conj, irfft_precombine, real_bin, rfft_recombine};
