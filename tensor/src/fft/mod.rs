@@ -19,6 +19,7 @@ pub use reusable::FftPlan;
 use crate::dims::Dims;
 use crate::element::Element;
 use crate::error::{fmt_shape, Error, Result};
+use crate::kernels::four_step::{Input, Output};
 use crate::kernels::gemm::with_scratch;
 use crate::kernels::{
     half_bin_conj, irfft_precombine, join_pairs, real_bin, rfft_recombine, split_pairs, Ahead,
@@ -228,9 +229,14 @@ fn transform<T: Element>(
     scale: f64,
 ) {
     let sign = if inverse { -T::one() } else { T::one() };
+    let s = T::from_f64(scale);
+    if p.moves() {
+        let (input, output) = (Input::Pairs(src, sign), Output::Pairs(out, (s, s * sign)));
+        p.forward_moved(input, output, sc, &b.ahead);
+        return;
+    }
     split_pairs(src, b.re, b.im, sign);
     let (re, im) = p.forward_placed(b.re, b.im, sc, &b.ahead);
-    let s = T::from_f64(scale);
     join_pairs(re, im, (s, s * sign), out);
 }
 
@@ -361,8 +367,15 @@ fn rfft_row<T: Element>(
     }
     // Z = FFT_h(x_even + i x_odd), left wherever its last stage put it.
     let h = n / 2;
-    split_pairs(x, &mut b.re[..h], &mut b.im[..h], T::one());
-    let (zr, zi) = p.forward_placed(&mut b.re[..h], &mut b.im[..h], sc, &b.ahead);
+    let (re, im) = (&mut b.re[..h], &mut b.im[..h]);
+    let (zr, zi) = if p.moves() {
+        let output = Output::Split(&mut *re, &mut *im);
+        p.forward_moved(Input::Pairs(x, T::one()), output, sc, &b.ahead);
+        (&*re, &*im)
+    } else {
+        split_pairs(x, re, im, T::one());
+        p.forward_placed(re, im, sc, &b.ahead)
+    };
     // X_k = E_k + W_n^k O_k with E_k = (Z_k + conj Z_{h−k})/2 and
     // O_k = −i (Z_k − conj Z_{h−k})/2 (Z_h = Z_0): the halving is folded into the
     // scale (exact: a power of two), and X is written as pairs straight into `out`.
@@ -438,8 +451,14 @@ fn irfft_row<T: Element>(
     (ore[0], oim[0]) = half_bin_conj(x0, xh, (wr[0], wi[0]), half_t);
     // k = 1..h, compiled for AVX2.
     irfft_precombine(x, (wr, wi), half_t, (&mut ore[..h], &mut oim[..h]));
-    let (zr, zi) = p.forward_placed(&mut ore[..h], &mut oim[..h], sc, &b.ahead);
     // h·z_j is the conjugate of that transform: x_{2j} = 2s·Re, x_{2j+1} = −2s·Im.
     let two_s = s + s;
+    let (re, im) = (&mut ore[..h], &mut oim[..h]);
+    if p.moves() {
+        let output = Output::Pairs(out, (two_s, -two_s));
+        p.forward_moved(Input::Split(re, im), output, sc, &b.ahead);
+        return;
+    }
+    let (zr, zi) = p.forward_placed(re, im, sc, &b.ahead);
     join_pairs(zr, zi, (two_s, -two_s), out);
 }

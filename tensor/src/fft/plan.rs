@@ -19,7 +19,7 @@
 
 use crate::element::Element;
 use crate::kernels::fft64::Fft64;
-use crate::kernels::four_step::FourStep;
+use crate::kernels::four_step::{FourStep, Input, Output};
 use crate::kernels::{copy_run, fft, Ahead};
 use crate::storage;
 use std::any::{Any, TypeId};
@@ -297,6 +297,36 @@ impl<T: Element> Plan<T> {
             return scratch.ri.split_at(self.n);
         }
         (re, im)
+    }
+
+    /// Whether [`Plan::forward_moved`] runs this plan's transform (the four-step's
+    /// passes have ends that read and write pairs; the others work on split parts).
+    pub(crate) fn moves(&self) -> bool {
+        matches!(self.algorithm, Algorithm::FourStep(_))
+    }
+
+    /// The forward transform of `input` into `output`, pairs read and written by the
+    /// transform's own passes (no split or join pass), when [`Plan::moves`] says so:
+    /// the bits of [`Plan::forward_placed`] between `kernels::split_pairs` and
+    /// `kernels::join_pairs`. `ahead` as for `forward_placed`.
+    ///
+    /// # Panics
+    /// When the plan does not move (a caller's bug), or a buffer is not of its length.
+    pub(crate) fn forward_moved(
+        &self,
+        input: Input<'_, T>,
+        output: Output<'_, T>,
+        scratch: &mut Scratch<T>,
+        ahead: &Ahead,
+    ) {
+        let Algorithm::FourStep(f) = &self.algorithm else {
+            panic!(
+                "Plan::forward_moved: the plan of {} points does not move",
+                self.n
+            );
+        };
+        let (r, i) = scratch.ri.split_at_mut(self.n);
+        f.run_moved(input, output, r, i, ahead);
     }
 
     /// The forward transform from (re, im): returns whether the result is in the
