@@ -10,8 +10,9 @@
 //! BLAS triangular solves do, rather than a division per element). The SIMD paths
 //! fuse each multiply-subtract (so their bits agree with each other, and with the
 //! portable path's to rounding; they solve four rows of four vectors of columns at
-//! a time, sixteen chains in flight for their latency); the columns past the last
-//! whole vector take the portable path.
+//! a time with AVX-512, four rows of two with AVX2, sixteen or eight chains in
+//! flight for their latency); the columns past the last whole vector take the
+//! portable path.
 
 use super::gemm::Scalar;
 use std::any::TypeId;
@@ -126,17 +127,23 @@ fn solve_block<T: Scalar + num_traits::Float>(
     }
 }
 
-/// Rows of B solved together by the vector paths: their sums share each solved
-/// row's loads, and their 4 × 4 vectors are sixteen independent chains in flight.
-/// One row at a time (four chains, the multiply-add's latency setting the pace) a
-/// 64 × 256 `f64` solve took 45–49 µs against 29–33 with four.
-const ROWS: usize = 4;
-
 /// Defines the vector solve for one element type and instruction set: blocks of
-/// four vectors of columns, [`ROWS`] rows at a time, then single vectors; returns
-/// how many columns it solved.
+/// `$vecs` vectors of columns, `$rows` rows at a time, then single vectors; returns
+/// how many columns it solved. The rows of a group share each solved row's loads,
+/// and their `$rows × $vecs` accumulators are independent chains in flight for the
+/// multiply-add's latency; they must fit in the registers with the solved row's
+/// `$vecs` vectors and a broadcast. With AVX-512 (32 registers), 4 × 4: one row at a
+/// time (four chains) a 64 × 256 `f64` solve took 45–49 µs against 29–33 with four
+/// on a Xeon. With AVX2 (16 registers) 4 × 4 spilled its accumulators to the stack
+/// on every multiply-add: on a Zen 3 VM a 64 × 256 `f64` solve took 68–114 µs
+/// (5–8 GMA/s, a third of the multiply-add peak or less), against 30–38 µs with
+/// 4 rows × 2 vectors (8 accumulators, 2 solved vectors, a broadcast) and 33–116
+/// with 2 × 4 (separate builds alternated); the factorisation at n = 512 then went
+/// from 1.99 to 1.73 ms on one thread (medians, alternated in one process). The
+/// shape changes only which columns are solved together: each column's operations,
+/// and so its bits, are the same.
 macro_rules! simd_solve {
-    ($name:ident, $feature:literal, $t:ty, $lanes:literal,
+    ($name:ident, $feature:literal, $t:ty, $lanes:literal, $rows:expr, $vecs:expr,
      $load:ident, $store:ident, $set:ident, $mul:ident, $fnmadd:ident) => {
         /// # Safety
         /// The CPU has the function's features; `l` addresses `nb` rows of `nb` at
@@ -154,56 +161,56 @@ macro_rules! simd_solve {
         ) -> usize {
             use std::arch::x86_64::*;
             let mut c = 0;
-            while c + 4 * $lanes <= cols {
-                // SAFETY (every access): rows q, j < nb of B, columns c.. c + 4·lanes
+            while c + $vecs * $lanes <= cols {
+                // SAFETY (every access): rows q, j < nb of B, columns c.. c + vecs·lanes
                 // ≤ cols; row j of L holds j + 1 elements.
                 unsafe {
                     let x = |q: usize, g: usize| $load(b.add(q * ldb + c + g * $lanes));
                     let mut j = 0;
-                    while j + ROWS <= nb {
-                        // Rows j..j + ROWS: every solved row q < j first, shared.
-                        let mut acc: [[_; 4]; ROWS] =
+                    while j + $rows <= nb {
+                        // Rows j..j + rows: every solved row q < j first, shared.
+                        let mut acc: [[_; $vecs]; $rows] =
                             std::array::from_fn(|r| std::array::from_fn(|g| x(j + r, g)));
                         for q in 0..j {
-                            let xq = [x(q, 0), x(q, 1), x(q, 2), x(q, 3)];
+                            let xq: [_; $vecs] = std::array::from_fn(|g| x(q, g));
                             for (r, acc) in acc.iter_mut().enumerate() {
                                 let f = $set(*l.add((j + r) * ldl + q));
-                                for g in 0..4 {
+                                for g in 0..$vecs {
                                     acc[g] = $fnmadd(f, xq[g], acc[g]);
                                 }
                             }
                         }
                         // Then the group's own rows, in order.
-                        for r in 0..ROWS {
+                        for r in 0..$rows {
                             for s in 0..r {
                                 let f = $set(*l.add((j + r) * ldl + j + s));
-                                for g in 0..4 {
+                                for g in 0..$vecs {
                                     acc[r][g] = $fnmadd(f, x(j + s, g), acc[r][g]);
                                 }
                             }
                             let d = $set(*inv.add(j + r));
-                            for g in 0..4 {
+                            for g in 0..$vecs {
                                 $store(b.add((j + r) * ldb + c + g * $lanes), $mul(acc[r][g], d));
                             }
                         }
-                        j += ROWS;
+                        j += $rows;
                     }
                     for j in j..nb {
                         let lj = l.add(j * ldl);
-                        let mut acc = [x(j, 0), x(j, 1), x(j, 2), x(j, 3)];
+                        let mut acc: [_; $vecs] = std::array::from_fn(|g| x(j, g));
                         for q in 0..j {
                             let f = $set(*lj.add(q));
-                            for g in 0..4 {
+                            for g in 0..$vecs {
                                 acc[g] = $fnmadd(f, x(q, g), acc[g]);
                             }
                         }
                         let d = $set(*inv.add(j));
-                        for g in 0..4 {
+                        for g in 0..$vecs {
                             $store(b.add(j * ldb + c + g * $lanes), $mul(acc[g], d));
                         }
                     }
                 }
-                c += 4 * $lanes;
+                c += $vecs * $lanes;
             }
             while c + $lanes <= cols {
                 // SAFETY: as above, one vector of columns.
@@ -230,6 +237,8 @@ simd_solve!(
     "avx512f",
     f64,
     8,
+    4,
+    4,
     _mm512_loadu_pd,
     _mm512_storeu_pd,
     _mm512_set1_pd,
@@ -242,6 +251,8 @@ simd_solve!(
     "avx512f",
     f32,
     16,
+    4,
+    4,
     _mm512_loadu_ps,
     _mm512_storeu_ps,
     _mm512_set1_ps,
@@ -254,6 +265,8 @@ simd_solve!(
     "avx2,fma",
     f64,
     4,
+    4,
+    2,
     _mm256_loadu_pd,
     _mm256_storeu_pd,
     _mm256_set1_pd,
@@ -266,6 +279,8 @@ simd_solve!(
     "avx2,fma",
     f32,
     8,
+    4,
+    2,
     _mm256_loadu_ps,
     _mm256_storeu_ps,
     _mm256_set1_ps,
