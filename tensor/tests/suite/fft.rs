@@ -80,6 +80,21 @@ fn f32_transforms_match_the_dft() {
             &want[..n / 2 + 1],
             2e-6,
         );
+        // And back (the irfft of 2048 and 4096 points runs the four-step of half
+        // the length, which writes the samples as pairs): to 2e-6 of the largest
+        // sample, the same roundings again, each spread by the 1/n over n samples.
+        let spectrum = real.rfft(0, Norm::Backward).unwrap();
+        let back = spectrum.irfft(0, n, Norm::Backward).unwrap().cast::<f64>();
+        let (back, x) = (back.to_vec(), real.cast::<f64>().to_vec());
+        let largest = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let err = back
+            .iter()
+            .zip(&x)
+            .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(
+            err <= 2e-6 * largest,
+            "irfft(rfft(x)) of {n}: error {err} against {largest}"
+        );
     }
 }
 
