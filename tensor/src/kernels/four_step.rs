@@ -395,16 +395,15 @@ impl<T: Scalar + Float> FourStep<T> {
         );
         #[cfg(target_arch = "x86_64")]
         if TypeId::of::<T>() == TypeId::of::<f32>() && super::has_avx2_fma() {
+            use super::pairs::cast;
             let plan: *const FourStep<T> = self;
             let input = match input {
                 Input::Split(re, im) => Input::Split(as_f32(re), as_f32(im)),
-                Input::Pairs(x, s) => Input::Pairs(as_f32(x), f32_value(s)),
+                Input::Pairs(x, s) => Input::Pairs(as_f32(x), cast(s)),
             };
             let output = match output {
                 Output::Split(re, im) => Output::Split(as_f32_mut(re), as_f32_mut(im)),
-                Output::Pairs(y, (a, b)) => {
-                    Output::Pairs(as_f32_mut(y), (f32_value(a), f32_value(b)))
-                }
+                Output::Pairs(y, (a, b)) => Output::Pairs(as_f32_mut(y), (cast(a), cast(b))),
             };
             let (sr, si) = (as_f32_mut(sr), as_f32_mut(si));
             // SAFETY: as in `run`.
@@ -429,14 +428,6 @@ fn as_f32_mut<T: 'static>(s: &mut [T]) -> &mut [f32] {
     assert_eq!(TypeId::of::<T>(), TypeId::of::<f32>());
     // SAFETY: as in `as_f32`.
     unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast::<f32>(), s.len()) }
-}
-
-/// `v` as the `f32` it is.
-#[cfg(target_arch = "x86_64")]
-fn f32_value<T: 'static>(v: T) -> f32 {
-    *(&v as &dyn std::any::Any)
-        .downcast_ref::<f32>()
-        .expect("T is f32")
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -79,7 +79,7 @@ pub fn join_pairs<T: Scalar>(re: &[T], im: &[T], (re_scale, im_scale): (T, T), d
 
 /// A scale as the element type the caller's type test selected (`T` is that type).
 #[cfg(target_arch = "x86_64")]
-fn cast<T: Scalar, U: Copy + 'static>(v: T) -> U {
+pub(super) fn cast<T: Scalar, U: Copy + 'static>(v: T) -> U {
     *(&v as &dyn std::any::Any)
         .downcast_ref::<U>()
         .expect("the type test selected U = T")
