@@ -381,16 +381,16 @@ impl<T: Scalar + Float> FourStep<T> {
         ahead: &Ahead,
     ) {
         let n = self.n;
-        let input_len = match &input {
-            Input::Split(re, im) => [re.len(), im.len()],
-            Input::Pairs(x, _) => [x.len() / 2, x.len() - x.len() / 2],
+        let input_fits = match &input {
+            Input::Split(re, im) => re.len() == n && im.len() == n,
+            Input::Pairs(x, _) => x.len() == 2 * n,
         };
-        let output_len = match &output {
-            Output::Split(re, im) => [re.len(), im.len()],
-            Output::Pairs(y, _) => [y.len() / 2, y.len() - y.len() / 2],
+        let output_fits = match &output {
+            Output::Split(re, im) => re.len() == n && im.len() == n,
+            Output::Pairs(y, _) => y.len() == 2 * n,
         };
         assert!(
-            input_len == [n; 2] && output_len == [n; 2] && [sr.len(), si.len()] == [n; 2],
+            input_fits && output_fits && sr.len() == n && si.len() == n,
             "FourStep::run_moved: {n} points"
         );
         #[cfg(target_arch = "x86_64")]
