@@ -17,10 +17,13 @@ use crate::cli::RunConfig;
 use crate::data::burgers::cache::{load_or_generate, Source};
 use crate::data::burgers::{convergence_check, BurgersConfig};
 use crate::report::evidence::{Better, Claim, Evidence};
-use crate::report::{mean_std, progress::Progress, Metrics, Table};
-use autograd::{backward, no_grad, Var};
+use crate::report::{mean_std, Metrics, Table};
+use crate::train::{
+    train as train_loop, Batch, Batches, Budget, Cadence, NonFinite, Plan, Task, Training,
+};
+use autograd::{no_grad, Var};
 use nn::checkpoint::{AnyTensor, NamedTensors};
-use nn::{loss, Fno, FnoConfig, Module, ParamGrads, ParamStore};
+use nn::{loss, Fno, FnoConfig, Module, ParamStore};
 use optim::closed_form::{ClosedFormHead, ClosedFormTrainer, HeadRule, Order, SolveForm};
 use optim::{Adam, AdamConfig, Optimizer, Schedule, Sgd, SgdConfig};
 use std::time::Instant;
@@ -170,14 +173,6 @@ impl Pairs {
     }
 }
 
-/// How an arm updates its model.
-enum Training {
-    /// A gradient optimiser over the whole network.
-    Gradient(Box<dyn Optimizer<f32>>),
-    /// An optimiser over the backbone with a closed-form last layer.
-    Closed(Box<ClosedFormTrainer<f32>>),
-}
-
 /// What one run produced.
 pub struct ArmResult {
     /// Test relative L2 error after the last epoch.
@@ -248,14 +243,7 @@ pub fn train_arm(
         ));
     }
     let store = ParamStore::<f32>::new();
-    let mut rng = Rng::new(seed);
-    let fno = Fno::new(&store.root().sub("fno"), s.fno.clone(), &mut rng)?;
-    let total = s.steps;
-    // The FNO recipe halves the rate every 100 of 500 epochs: five halvings per run.
-    let schedule = Schedule::Step {
-        every: (total / 5).max(1),
-        gamma: 0.5,
-    };
+    let fno = Fno::new(&store.root().sub("fno"), s.fno.clone(), &mut Rng::new(seed))?;
     let params: Vec<_> = if method.closed_form() {
         store
             .trainable()
@@ -272,103 +260,124 @@ pub fn train_arm(
             AdamConfig::adam(s.lr).weight_decay(1e-4),
         )?),
     };
-    let base_lr = optimizer.lr();
-    let mut training = if method.closed_form() {
+    let training = if method.closed_form() {
         let rule = match method {
             Method::Ridge(_) => HeadRule::Ridge { beta: reg },
             _ => HeadRule::Proximal { lambda: reg },
         };
-        Training::Closed(Box::new(ClosedFormTrainer {
+        Training::closed(ClosedFormTrainer {
             head: ClosedFormHead::new(s.fno.projection, 1, true, rule, SolveForm::Auto)?,
             optimizer,
             order: Order::BackboneFirst,
             buffers: Vec::new(),
-        }))
+        })
     } else {
-        Training::Gradient(optimizer)
+        Training::plain(optimizer)
     };
     let series = if method.closed_form() {
         format!("{}/b{batch}/reg{reg:e}/seed{seed}", method.tag())
     } else {
         format!("{}/b{batch}/seed{seed}", method.tag())
     };
-    let mut progress = Progress::new(&series, total, s.quiet);
-    let mut order = Rng::new(seed ^ 0xf00d);
-    let start = Instant::now();
-    let (mut step, mut last) = (0, f64::NAN);
-    let p = s.fno.projection;
+    let mut plan = Plan::new(
+        Budget::Steps(s.steps),
+        Batches::Shuffled {
+            samples: train.len(),
+            size: batch,
+            ragged: false,
+        },
+        series,
+        s.quiet,
+    );
+    // The FNO recipe halves the rate every 100 of 500 epochs: five halvings per run.
+    plan.schedule = Some(Schedule::Step {
+        every: (s.steps / 5).max(1),
+        gamma: 0.5,
+    });
+    plan.evaluate = Cadence::Steps((s.steps / 8).max(1));
+    plan.non_finite = NonFinite::Stop;
     let scale = if method == Method::AdamRelative {
         1.0
     } else {
         let y = train.y.cast::<f64>();
         1.0 / y.square().mean_all()?.item()?.sqrt().max(f64::MIN_POSITIVE)
     };
-    let eval_every = (total / 8).max(1);
-    let mut queue: Vec<Vec<usize>> = Vec::new();
-    let mut sum = 0.0;
-    while step < total {
-        if queue.is_empty() {
-            queue = order
-                .permutation(train.len())
-                .chunks_exact(batch)
-                .map(|c| c.to_vec())
-                .rev()
-                .collect();
-        }
-        let idx = queue.pop().expect("a full batch");
-        let (xb, yb) = train.rows(&idx)?;
-        let yb = yb.mul_scalar(scale);
-        let (b, pts) = (xb.shape()[0], xb.shape()[1]);
-        let xv = Var::constant(xb);
-        let factor = schedule.factor(step);
-        let value = match &mut training {
-            Training::Closed(t) => {
-                t.optimizer.set_lr(base_lr * factor)?;
-                let y_rows = yb.reshape(&[b * pts, 1])?;
-                t.step(|| fno.features(&xv)?.reshape(&[b * pts, p]), &y_rows)?
-            }
-            Training::Gradient(optimizer) => {
-                optimizer.set_lr(base_lr * factor)?;
-                let out = fno.forward(&xv)?;
-                let target = Var::constant(yb);
-                let l = if method == Method::AdamRelative {
-                    loss::relative_l2(&out, &target)?
-                } else {
-                    loss::mse(&out, &target)?
-                };
-                let g = ParamGrads::collect(optimizer.params(), &backward(&l)?);
-                optimizer.step(&g)?;
-                l.item()? as f64
-            }
-        };
-        sum += value;
-        step += 1;
-        progress.update(step, step * batch / train.len(), value);
-        if step % eval_every == 0 || step == total {
-            metrics.push(&series, step, "train_loss", sum / eval_every as f64);
-            sum = 0.0;
-            let head = match &training {
-                Training::Closed(t) => Some(&t.head),
-                Training::Gradient(_) => None,
-            };
-            let pred = predict(&fno, head, &test.x)?.mul_scalar(1.0 / scale);
-            last = relative_error(&pred, &test.y)?;
-            metrics.push(&series, step, "test_relative_l2", last);
-        }
-    }
+    let mut task = Operator {
+        fno: &fno,
+        training,
+        method,
+        scale,
+        projection: s.fno.projection,
+        train,
+        test,
+    };
+    let start = Instant::now();
+    let out = train_loop(&plan, &mut task, &mut Rng::new(seed ^ 0xf00d), metrics)?;
     let seconds = start.elapsed().as_secs_f64();
+    let relative_l2 = match (out.diverged_at, &out.last) {
+        (None, Some(e)) => e.get("test_relative_l2")?,
+        _ => f64::NAN,
+    };
     let mut tensors = store.to_tensors();
-    if let Training::Closed(t) = &training {
+    if let Some(head) = task.training.head() {
         tensors.push((
             "fno.fc2.closed_form".into(),
-            AnyTensor::from_tensor(t.head.weight()),
+            AnyTensor::from_tensor(head.weight()),
         ));
     }
     Ok(ArmResult {
-        relative_l2: last,
+        relative_l2,
         seconds,
         tensors,
     })
+}
+
+/// One arm's operator and update rule on the training pairs, as the trainer drives
+/// them; the squared-loss arms fit the targets times `scale`.
+struct Operator<'a> {
+    fno: &'a Fno<f32>,
+    training: Training<f32>,
+    method: Method,
+    scale: f64,
+    projection: usize,
+    train: &'a Pairs,
+    test: &'a Pairs,
+}
+
+impl Task for Operator<'_> {
+    fn set_lr_factor(&mut self, factor: f64) -> Result<()> {
+        self.training.set_lr_factor(factor)
+    }
+
+    fn step(&mut self, idx: &[usize]) -> Result<f64> {
+        let (fno, method) = (self.fno, self.method);
+        let (xb, yb) = self.train.rows(idx)?;
+        let yb = yb.mul_scalar(self.scale);
+        let (b, pts, p) = (xb.shape()[0], xb.shape()[1], self.projection);
+        let xv = Var::constant(xb);
+        let loss = || {
+            let out = fno.forward(&xv)?;
+            let target = Var::constant(yb.clone());
+            if method == Method::AdamRelative {
+                loss::relative_l2(&out, &target)
+            } else {
+                loss::mse(&out, &target)
+            }
+        };
+        let features = || fno.features(&xv)?.reshape(&[b * pts, p]);
+        let targets = || yb.reshape(&[b * pts, 1]);
+        self.training.step(&Batch {
+            loss: &loss,
+            head: Some((&features, &targets)),
+        })
+    }
+
+    fn evaluate(&mut self) -> Result<Vec<(String, f64)>> {
+        let pred =
+            predict(self.fno, self.training.head(), &self.test.x)?.mul_scalar(1.0 / self.scale);
+        let error = relative_error(&pred, &self.test.y)?;
+        Ok(vec![("test_relative_l2".into(), error)])
+    }
 }
 
 /// Runs the experiment and returns its tables: the test errors, and the validation

@@ -6,20 +6,22 @@
 //! held-out sentences.
 
 use crate::cli::RunConfig;
-use crate::experiments::llqr_sam::{preconditioning_batch, Hyper, Method, Stepper};
 use crate::report::evidence::{Better, Claim, Evidence};
-use crate::report::{progress::Progress, Metrics, Table};
+use crate::report::{Metrics, Table};
 use crate::text::bleu::{corpus_bleu, tokenize_13a};
 use crate::text::synthetic;
 use crate::text::vocab::{Vocab, BOS, EOS, PAD};
+use crate::train::{
+    preconditioning_batch, train as train_loop, Batch, Batches, Budget, Hyper, Method, Plan,
+    Preconditioning, Task, Training,
+};
 use autograd::Var;
 use nn::decode::{beam_search, greedy, DecodeConfig};
 use nn::nets::transformer::{TokenBatch, Transformer, TransformerConfig};
 use nn::{loss, ParamStore};
 use optim::llqr::{Geometry, PerturbationNorm};
-use optim::{Adam, AdamConfig, Sam, SamVariant, Schedule};
+use optim::{Adam, AdamConfig, Optimizer, Schedule};
 use std::path::Path;
-use std::time::Instant;
 use tensor::{Error, Result, Rng};
 
 /// Options of this experiment.
@@ -254,6 +256,65 @@ pub struct ArmResult {
     pub examples: Vec<(String, String, String)>,
 }
 
+/// One arm's Transformer, update rule and encoded training pairs, as the trainer
+/// drives them (scored after training, by decoding).
+struct Translation<'a> {
+    model: &'a Transformer<f32>,
+    store: &'a ParamStore<f32>,
+    training: Training<f32>,
+    train: &'a Encoded,
+    smoothing: f64,
+    precond_batch: usize,
+    precond_rng: Rng,
+    series: String,
+}
+
+impl Task for Translation<'_> {
+    fn set_lr_factor(&mut self, factor: f64) -> Result<()> {
+        self.training.set_lr_factor(factor)
+    }
+
+    /// The inner solve sees the inference-mode model (no dropout) and the training
+    /// loss's label smoothing, as the authors' refresh does.
+    fn before_step(&mut self, step: usize, metrics: &mut Metrics) -> Result<()> {
+        let (model, train, smoothing) = (self.model, self.train, self.smoothing);
+        let (rng, count) = (&mut self.precond_rng, self.precond_batch);
+        self.training.refresh_if_due(
+            self.store,
+            || {
+                let pick = preconditioning_batch(rng, count, train.labels.len())?;
+                let labels = batch_labels(train, &pick);
+                Ok(Preconditioning {
+                    logits: Box::new(move || batch_logits(model, train, &pick).map(|(x, _)| x)),
+                    labels,
+                    smoothing,
+                })
+            },
+            (metrics, &self.series, step),
+        )
+    }
+
+    fn step(&mut self, idx: &[usize]) -> Result<f64> {
+        let (model, train, smoothing) = (self.model, self.train, self.smoothing);
+        let loss = || {
+            let (logits, labels) = batch_logits(model, train, idx)?;
+            loss::cross_entropy(&logits, &labels, smoothing)
+        };
+        self.training.step(&Batch {
+            loss: &loss,
+            head: None,
+        })
+    }
+
+    fn set_training(&self, on: bool) {
+        if on {
+            self.store.train()
+        } else {
+            self.store.eval()
+        }
+    }
+}
+
 /// Trains one arm and translates the held-out sentences.
 pub fn train_arm(
     opt: Optimiser,
@@ -271,64 +332,46 @@ pub fn train_arm(
         s.model,
         &mut Rng::new(seed),
     )?;
-    let adam = || -> Result<Adam<f32>> {
-        Adam::new(store.trainable(), AdamConfig::adam(s.lr).betas(0.9, 0.98))
+    let adam = || -> Result<Box<dyn Optimizer<f32>>> {
+        Ok(Box::new(Adam::new(
+            store.trainable(),
+            AdamConfig::adam(s.lr).betas(0.9, 0.98),
+        )?))
     };
-    let (mut stepper, base_lr) = match opt {
-        Optimiser::Adam => (Stepper::Plain(Box::new(adam()?)), s.lr),
-        Optimiser::Sam => (
-            Stepper::Sam(Sam::new(Box::new(adam()?), s.hyper.rho, SamVariant::Sam)?),
-            s.lr,
-        ),
+    let training = match opt {
+        Optimiser::Adam => Training::plain(adam()?),
+        Optimiser::Sam => Training::around(Method::Sam, adam()?, &s.hyper)?,
         // LLQR+SAM hands U·∇L(θ⁺) to the same Adam, on the same schedule, as the
         // authors' Transformer runs do.
-        Optimiser::LlqrSam => (
-            Stepper::around(
-                Method::LlqrSam(Geometry::Fisher, PerturbationNorm::Euclidean),
-                Box::new(adam()?),
-                &s.hyper,
-            )?,
-            s.lr,
-        ),
+        Optimiser::LlqrSam => Training::around(
+            Method::LlqrSam(Geometry::Fisher, PerturbationNorm::Euclidean),
+            adam()?,
+            &s.hyper,
+        )?,
     };
-    let schedule = Schedule::InverseSqrt { warmup: s.warmup };
-    let n = corpus.train.len();
-    let per_epoch = n.div_ceil(s.batch);
     let series = format!("{}/seed{seed}", opt.tag());
-    let mut progress = Progress::new(&series, per_epoch * s.epochs, s.quiet);
-    let (mut order, mut precond) = (Rng::new(seed + 1000), Rng::new(seed + 2000));
-    let (mut step, mut busy, mut last) = (0, 0.0, f64::NAN);
-    for epoch in 1..=s.epochs {
-        let perm = order.permutation(n);
-        let mut sum = 0.0;
-        for idx in perm.chunks(s.batch) {
-            let start = Instant::now();
-            stepper.set_lr(base_lr * schedule.factor(step))?;
-            if let (true, Stepper::Llqr(l)) = (stepper.refresh_due(), &mut stepper) {
-                let pick = preconditioning_batch(&mut precond, s.hyper.precond_batch, n)?;
-                // The inner solve sees the inference-mode model (no dropout) and
-                // the training loss's label smoothing, as the authors' refresh does.
-                store.eval();
-                let refreshed = l.refresh(
-                    &|| batch_logits(&model, &train, &pick).map(|(x, _)| x),
-                    &batch_labels(&train, &pick),
-                    s.smoothing,
-                );
-                store.train();
-                refreshed?;
-            }
-            let value = stepper.step(&|| {
-                let (logits, labels) = batch_logits(&model, &train, idx)?;
-                loss::cross_entropy(&logits, &labels, s.smoothing)
-            })?;
-            busy += start.elapsed().as_secs_f64();
-            sum += value;
-            step += 1;
-            progress.update(step, epoch, value);
-        }
-        last = sum / per_epoch as f64;
-        metrics.push(&series, epoch, "train_loss", last);
-    }
+    let mut plan = Plan::new(
+        Budget::Epochs(s.epochs),
+        Batches::Shuffled {
+            samples: corpus.train.len(),
+            size: s.batch,
+            ragged: true,
+        },
+        series.clone(),
+        s.quiet,
+    );
+    plan.schedule = Some(Schedule::InverseSqrt { warmup: s.warmup });
+    let mut task = Translation {
+        model: &model,
+        store: &store,
+        training,
+        train: &train,
+        smoothing: s.smoothing,
+        precond_batch: s.hyper.precond_batch,
+        precond_rng: Rng::new(seed + 2000),
+        series,
+    };
+    let out = train_loop(&plan, &mut task, &mut Rng::new(seed + 1000), metrics)?;
     store.eval();
     let base = DecodeConfig {
         pad: PAD,
@@ -359,8 +402,8 @@ pub fn train_arm(
         bleu_greedy: corpus_bleu(&greedy_out, &refs)?.score,
         bleu_beam: corpus_bleu(&beam_out, &refs)?.score,
         exact: 100.0 * exact as f64 / corpus.test.len().max(1) as f64,
-        train_loss: last,
-        seconds_per_epoch: busy / s.epochs as f64,
+        train_loss: out.train_loss,
+        seconds_per_epoch: out.step_seconds / s.epochs as f64,
         examples,
     })
 }

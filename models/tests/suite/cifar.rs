@@ -13,8 +13,8 @@ use models::experiments::cifar::network::Network;
 use models::experiments::cifar::{run, train_arm, Optimiser, Settings};
 use models::experiments::digits;
 use models::experiments::images::ImageSet;
-use models::experiments::llqr_sam::Hyper;
 use models::report::Metrics;
+use models::train::Hyper;
 use nn::augment::Augment;
 use nn::checkpoint::AnyTensor;
 

@@ -2,11 +2,11 @@
 //! of failing, and its pothole toy reproduces the escape the analysis predicts.
 
 use models::experiments::digits;
-use models::experiments::llqr_sam::classify::{train_arm, Arm, Budget};
+use models::experiments::llqr_sam::classify::{train_arm, Arm, Regime};
 use models::experiments::llqr_sam::network::Model;
 use models::experiments::llqr_sam::pothole::{scalar_run, Pothole};
-use models::experiments::llqr_sam::{Hyper, Method};
 use models::report::Metrics;
+use models::train::{Hyper, Method};
 use optim::llqr::{Geometry, PerturbationNorm};
 
 fn hyper() -> Hyper {
@@ -26,7 +26,7 @@ fn hyper() -> Hyper {
 #[test]
 fn llqr_sam_learns_digits_and_moves_its_preconditioner() {
     let (train, test) = digits::split().unwrap();
-    let budget = Budget {
+    let budget = Regime {
         epochs: 8,
         batch: 64,
         hidden: 64,
@@ -60,7 +60,7 @@ fn the_small_cnn_learns_digits_under_llqr_sam() {
     let arm = Arm {
         method: Method::LlqrSam(Geometry::Fisher, PerturbationNorm::Euclidean),
         hyper: hyper(),
-        budget: Budget {
+        budget: Regime {
             epochs: 6,
             batch: 64,
             hidden: 128,
@@ -79,7 +79,7 @@ fn a_diverging_arm_is_reported_not_fatal() {
     let arm = Arm {
         method: Method::Sam,
         hyper: Hyper { lr: 1e6, ..hyper() },
-        budget: Budget {
+        budget: Regime {
             epochs: 2,
             batch: 64,
             hidden: 32,

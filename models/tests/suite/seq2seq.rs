@@ -7,10 +7,10 @@ use crate::common;
 use common::{args, tmpdir};
 
 use models::cli::RunConfig;
-use models::experiments::llqr_sam::Hyper;
 use models::experiments::seq2seq::{corpus, run, train_arm, Optimiser, Settings};
 use models::report::Metrics;
 use models::text::vocab::Vocab;
+use models::train::Hyper;
 use nn::nets::transformer::TransformerConfig;
 
 #[test]

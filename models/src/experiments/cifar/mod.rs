@@ -11,10 +11,12 @@ pub mod network;
 
 use crate::cli::RunConfig;
 use crate::experiments::images::ImageSet;
-use crate::experiments::llqr_sam::{preconditioning_batch, Hyper, Method, Spread, Stepper};
-use crate::report::{mean_std, progress::Progress, Metrics, Table};
+use crate::report::{mean_std, Metrics, Table};
 use crate::sweep::{CellValue, Fields};
-use crate::train::batch_x;
+use crate::train::{
+    batch_x, preconditioning_batch, train, Batch, Batches, Budget, Hyper, Method, Plan,
+    Preconditioning, Spread, Task, Training,
+};
 use autograd::{no_grad, Var};
 use data::{one_hot, Images};
 use network::Network;
@@ -24,8 +26,7 @@ use nn::nets::Classifier;
 use nn::{loss, Param, ParamStore};
 use optim::closed_form::{ClosedFormHead, ClosedFormTrainer, HeadRule, Order, SolveForm};
 use optim::llqr::{Geometry, PerturbationNorm};
-use optim::{Adam, AdamConfig, Sam, SamVariant, Schedule, Sgd, SgdConfig};
-use std::time::Instant;
+use optim::{Adam, AdamConfig, Schedule, Sgd, SgdConfig};
 use tensor::{Error, Result, Rng, Tensor};
 
 /// Options of this experiment.
@@ -262,14 +263,6 @@ impl CellValue for SeedCell {
     }
 }
 
-/// How an arm updates the network.
-enum Training {
-    /// A first-order, SAM or LLQR step on the cross-entropy.
-    Step(Stepper),
-    /// A backbone step under a closed-form head.
-    Closed(ClosedFormTrainer<f32>),
-}
-
 /// The state of the network's buffers (BatchNorm running statistics), so that a
 /// SAM-type step can undo the first of its two passes' updates.
 fn buffers(store: &ParamStore<f32>) -> Vec<(Param<f32>, Tensor<f32>)> {
@@ -284,15 +277,14 @@ fn buffers(store: &ParamStore<f32>) -> Vec<(Param<f32>, Tensor<f32>)> {
         .collect()
 }
 
-/// Builds the arm's training state over the network in `store`.
+/// Builds the arm's update rule over the network in `store`.
 fn training(
     opt: Optimiser,
     net: &dyn Classifier<f32>,
     store: &ParamStore<f32>,
     s: &Settings,
-) -> Result<Training> {
+) -> Result<Training<f32>> {
     let h = &s.hyper;
-    let method = |m| Stepper::new(m, store.trainable(), h).map(Training::Step);
     let adamw = || -> Result<Box<dyn optim::Optimizer<f32>>> {
         Ok(Box::new(Adam::new(
             store.trainable(),
@@ -301,39 +293,24 @@ fn training(
                 .mask_vector_decay(),
         )?))
     };
+    let ngd = (Geometry::Fisher, PerturbationNorm::Euclidean);
     match opt {
-        Optimiser::Sgd => method(Method::Sgd),
-        Optimiser::Sam => method(Method::Sam),
-        Optimiser::LlqrSam => method(Method::LlqrSam(
-            Geometry::Fisher,
-            PerturbationNorm::Euclidean,
-        )),
-        Optimiser::LlqrSamAdamW => Stepper::around(
-            Method::LlqrSam(Geometry::Fisher, PerturbationNorm::Euclidean),
-            adamw()?,
-            h,
-        )
-        .map(Training::Step),
-        Optimiser::LlqrFsam => method(Method::LlqrFriendlySam(
-            Geometry::Fisher,
-            PerturbationNorm::Euclidean,
-        )),
-        Optimiser::LlqrFsamAdamW => Stepper::around(
-            Method::LlqrFriendlySam(Geometry::Fisher, PerturbationNorm::Euclidean),
-            adamw()?,
-            h,
-        )
-        .map(Training::Step),
-        Optimiser::Adam => Ok(Training::Step(Stepper::Plain(Box::new(Adam::new(
+        Optimiser::Sgd => Training::method(Method::Sgd, store.trainable(), h),
+        Optimiser::Sam => Training::method(Method::Sam, store.trainable(), h),
+        Optimiser::LlqrSam => Training::method(Method::LlqrSam(ngd.0, ngd.1), store.trainable(), h),
+        Optimiser::LlqrSamAdamW => Training::around(Method::LlqrSam(ngd.0, ngd.1), adamw()?, h),
+        Optimiser::LlqrFsam => {
+            Training::method(Method::LlqrFriendlySam(ngd.0, ngd.1), store.trainable(), h)
+        }
+        Optimiser::LlqrFsamAdamW => {
+            Training::around(Method::LlqrFriendlySam(ngd.0, ngd.1), adamw()?, h)
+        }
+        Optimiser::Adam => Ok(Training::plain(Box::new(Adam::new(
             store.trainable(),
             AdamConfig::adam(s.adam_lr).weight_decay(h.weight_decay),
-        )?)))),
-        Optimiser::AdamW => Ok(Training::Step(Stepper::Plain(adamw()?))),
-        Optimiser::SamAdamW => Ok(Training::Step(Stepper::Sam(Sam::new(
-            adamw()?,
-            h.rho,
-            SamVariant::Sam,
         )?))),
+        Optimiser::AdamW => Ok(Training::plain(adamw()?)),
+        Optimiser::SamAdamW => Training::around(Method::Sam, adamw()?, h),
         Optimiser::ClosedForm => {
             let backbone: Vec<Param<f32>> = store
                 .trainable()
@@ -341,7 +318,7 @@ fn training(
                 .filter(|p| !p.name().starts_with("net.head."))
                 .collect();
             let head = net.head();
-            Ok(Training::Closed(ClosedFormTrainer {
+            Ok(Training::closed(ClosedFormTrainer {
                 head: ClosedFormHead::new(
                     head.inputs(),
                     head.outputs(),
@@ -384,6 +361,85 @@ fn accuracy(
     Ok(100.0 * correct / n as f64)
 }
 
+/// One arm's network, update rule and data, as the trainer drives them.
+struct ImageTask<'a> {
+    net: &'a dyn Classifier<f32>,
+    store: &'a ParamStore<f32>,
+    training: Training<f32>,
+    images: &'a Images,
+    labels: &'a [usize],
+    s: &'a Settings,
+    augment_rng: Rng,
+    precond_rng: Rng,
+    series: String,
+}
+
+impl Task for ImageTask<'_> {
+    fn set_lr_factor(&mut self, factor: f64) -> Result<()> {
+        self.training.set_lr_factor(factor)
+    }
+
+    fn before_step(&mut self, step: usize, metrics: &mut Metrics) -> Result<()> {
+        let (net, images, labels) = (self.net, self.images, self.labels);
+        let (rng, count) = (&mut self.precond_rng, self.s.hyper.precond_batch);
+        self.training.refresh_if_due(
+            self.store,
+            || {
+                let pick = preconditioning_batch(rng, count, labels.len())?;
+                let xp = Var::constant(batch_x(&images.train, &pick)?);
+                Ok(Preconditioning {
+                    logits: Box::new(move || net.forward(&xp)),
+                    labels: pick.iter().map(|&i| labels[i]).collect(),
+                    smoothing: 0.0,
+                })
+            },
+            (metrics, &self.series, step),
+        )
+    }
+
+    fn step(&mut self, idx: &[usize]) -> Result<f64> {
+        let x = Var::constant(
+            self.s
+                .augment
+                .apply(&batch_x(&self.images.train, idx)?, &mut self.augment_rng)?,
+        );
+        let y: Vec<usize> = idx.iter().map(|&i| self.labels[i]).collect();
+        let net = self.net;
+        // SAM-type steps run two passes on the batch; BatchNorm keeps the running
+        // statistics of the perturbed one only (the authors' handlers), so the first
+        // pass's update is undone before it.
+        let saved = buffers(self.store);
+        let passes = std::cell::Cell::new(0);
+        let loss = || {
+            if passes.replace(passes.get() + 1) == 1 {
+                for (p, v) in &saved {
+                    p.set(v.clone())?;
+                }
+            }
+            loss::cross_entropy(&net.forward(&x)?, &y, 0.0)
+        };
+        let features = || net.features(&x);
+        let targets = || one_hot(&self.images.train, idx);
+        self.training.step(&Batch {
+            loss: &loss,
+            head: Some((&features, &targets)),
+        })
+    }
+
+    fn evaluate(&mut self) -> Result<Vec<(String, f64)>> {
+        let acc = accuracy(self.net, self.training.head(), self.images)?;
+        Ok(vec![("test_accuracy".into(), acc)])
+    }
+
+    fn set_training(&self, on: bool) {
+        if on {
+            self.store.train()
+        } else {
+            self.store.eval()
+        }
+    }
+}
+
 /// Trains one arm with one seed on `images`.
 pub fn train_arm(
     opt: Optimiser,
@@ -397,115 +453,55 @@ pub fn train_arm(
         return Err(Error::value("cifar", "needs training and test images"));
     }
     let store = ParamStore::<f32>::new();
-    let mut rng = Rng::new(seed);
     let net = s
         .network
-        .build(&store.root().sub("net"), classes, &mut rng)?;
-    let mut training = training(opt, net.as_ref(), &store, s)?;
-    let base_lr = opt.base_lr(s);
-    let per_epoch = images.train.len().div_ceil(s.batch);
-    let total = per_epoch * s.epochs;
-    let schedule = Schedule::Cosine {
-        total,
-        min_factor: 0.0,
-    };
+        .build(&store.root().sub("net"), classes, &mut Rng::new(seed))?;
+    let training = training(opt, net.as_ref(), &store, s)?;
+    let closed = training.head().is_some();
     let series = format!("{}/seed{seed}", opt.tag());
-    let mut progress = Progress::new(&series, total, s.quiet);
-    let (mut order, mut augment_rng, mut precond_rng) = (
-        Rng::new(seed + 1000),
-        Rng::new(seed + 2000),
-        Rng::new(seed + 3000),
-    );
-    let (mut step, mut busy, mut last_loss, mut acc) = (0, 0.0, f64::NAN, f64::NAN);
-    for epoch in 1..=s.epochs {
-        let mut sum = 0.0;
+    let mut plan = Plan::new(
+        Budget::Epochs(s.epochs),
         // The closed-form head drops a ragged last batch (a head fitted on a short
         // batch is not the head of this batch size).
-        let batches = match &training {
-            Training::Closed(_) => images.train.full_batches(s.batch, Some(&mut order))?,
-            Training::Step(_) => images.train.batches(s.batch, Some(&mut order))?,
-        };
-        for idx in &batches {
-            let start = Instant::now();
-            let x = Var::constant(
-                s.augment
-                    .apply(&batch_x(&images.train, idx)?, &mut augment_rng)?,
-            );
-            let y: Vec<usize> = idx.iter().map(|&i| labels[i]).collect();
-            let lr = base_lr * schedule.factor(step);
-            let value = match &mut training {
-                Training::Step(stepper) => {
-                    stepper.set_lr(lr)?;
-                    if let (true, Stepper::Llqr(l)) = (stepper.refresh_due(), &mut *stepper) {
-                        let pick = preconditioning_batch(
-                            &mut precond_rng,
-                            s.hyper.precond_batch,
-                            labels.len(),
-                        )?;
-                        let xp = Var::constant(batch_x(&images.train, &pick)?);
-                        let yp: Vec<usize> = pick.iter().map(|&i| labels[i]).collect();
-                        // The inner solve sees the inference-mode network (BatchNorm
-                        // running statistics), as the authors' refresh does.
-                        store.eval();
-                        let refreshed = l.refresh(&|| net.forward(&xp), &yp, 0.0);
-                        store.train();
-                        refreshed?;
-                        if let Some(u) = stepper.preconditioner_summary() {
-                            u.log(metrics, &series, step);
-                        }
-                    }
-                    // SAM-type steps run two passes on the batch; BatchNorm keeps the
-                    // running statistics of the perturbed one only (the authors'
-                    // handlers), so the first pass's update is undone before it.
-                    let saved = buffers(&store);
-                    let passes = std::cell::Cell::new(0);
-                    stepper.step(&|| {
-                        if passes.replace(passes.get() + 1) == 1 {
-                            for (p, v) in &saved {
-                                p.set(v.clone())?;
-                            }
-                        }
-                        loss::cross_entropy(&net.forward(&x)?, &y, 0.0)
-                    })?
-                }
-                Training::Closed(t) => {
-                    t.optimizer.set_lr(lr)?;
-                    t.step(|| net.features(&x), &one_hot(&images.train, idx)?)?
-                }
-            };
-            busy += start.elapsed().as_secs_f64();
-            sum += value;
-            step += 1;
-            progress.update(step, epoch, value);
-        }
-        last_loss = sum / batches.len() as f64;
-        metrics.push(&series, epoch, "train_loss", last_loss);
-        store.eval();
-        let head = match &training {
-            Training::Closed(t) => Some(&t.head),
-            Training::Step(_) => None,
-        };
-        let evaluated = accuracy(net.as_ref(), head, images);
-        store.train();
-        acc = evaluated?;
-        metrics.push(&series, epoch, "test_accuracy", acc);
-    }
+        Batches::Shuffled {
+            samples: images.train.len(),
+            size: s.batch,
+            ragged: !closed,
+        },
+        series.clone(),
+        s.quiet,
+    );
+    plan.schedule = Some(Schedule::Cosine {
+        total: images.train.len().div_ceil(s.batch) * s.epochs,
+        min_factor: 0.0,
+    });
+    let mut task = ImageTask {
+        net: net.as_ref(),
+        store: &store,
+        training,
+        images,
+        labels,
+        s,
+        augment_rng: Rng::new(seed + 2000),
+        precond_rng: Rng::new(seed + 3000),
+        series,
+    };
+    let out = train(&plan, &mut task, &mut Rng::new(seed + 1000), metrics)?;
     let mut tensors = store.to_tensors();
-    if let Training::Closed(t) = &training {
+    if let Some(head) = task.training.head() {
         tensors.push((
             "net.head.closed_form".into(),
-            AnyTensor::from_tensor(t.head.weight()),
+            AnyTensor::from_tensor(head.weight()),
         ));
     }
-    let preconditioner = match &training {
-        Training::Step(stepper) => stepper.preconditioner_summary(),
-        Training::Closed(_) => None,
-    };
     Ok(ArmResult {
-        accuracy: acc,
-        train_loss: last_loss,
-        seconds_per_epoch: busy / s.epochs as f64,
-        preconditioner,
+        accuracy: out
+            .last
+            .as_ref()
+            .map_or(Ok(f64::NAN), |e| e.get("test_accuracy"))?,
+        train_loss: out.train_loss,
+        seconds_per_epoch: out.step_seconds / s.epochs as f64,
+        preconditioner: task.training.preconditioner_summary(),
         tensors,
     })
 }

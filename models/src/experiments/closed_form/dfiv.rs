@@ -39,6 +39,7 @@
 use crate::cli::RunConfig;
 use crate::data::demand::{self, Demand};
 use crate::report::{mean_std, Metrics, Table};
+use crate::train::{train as train_loop, Batches, Budget, Cadence, Plan, Task};
 use autograd::{backward, Var};
 use nn::checkpoint::{AnyTensor, NamedTensors};
 use nn::{Activation, BatchNorm, Linear, Module, ParamGrads, ParamStore, Sequential};
@@ -418,10 +419,97 @@ fn shuffled_batches(n: usize, batch: usize, rng: &mut Rng) -> Vec<Vec<usize>> {
         .collect()
 }
 
+/// One DFIV run as the trainer drives it: each step takes the next pair of stage
+/// batches (both stages shuffled afresh each epoch, from one order), trains the
+/// three networks in the authors' order and carries the stage weights on.
+struct TwoStage<'a> {
+    nets: Networks,
+    solver: Solver,
+    w: Weights,
+    /// λ scaled by each stage's whole sample count.
+    lam: (f64, f64),
+    s: &'a Setup<'a>,
+    order: Rng,
+    queue: std::vec::IntoIter<(Vec<usize>, Vec<usize>)>,
+}
+
+impl Task for TwoStage<'_> {
+    fn set_lr_factor(&mut self, _factor: f64) -> Result<()> {
+        Ok(())
+    }
+
+    fn step(&mut self, _batch: &[usize]) -> Result<f64> {
+        let (s, lam) = (self.s, self.lam);
+        let (i1, i2) = match self.queue.next() {
+            Some(pair) => pair,
+            None => {
+                let b1 = shuffled_batches(s.stage1.len(), s.batch, &mut self.order);
+                let b2 = shuffled_batches(s.stage2.len(), s.batch, &mut self.order);
+                self.queue = b1.into_iter().zip(b2).collect::<Vec<_>>().into_iter();
+                self.queue
+                    .next()
+                    .ok_or_else(|| Error::value("dfiv", "a stage half holds no full batch"))?
+            }
+        };
+        let (nets, solver, w) = (&mut self.nets, &mut self.solver, &self.w);
+        let (b1, b2) = (s.stage1.select(&i1)?, s.stage2.select(&i2)?);
+        // 1. Instrument net on the stage-1 loss (treatment features fixed).
+        let t1 = nets
+            .treatment
+            .forward(&b1.treatment, false)?
+            .value()
+            .clone();
+        for _ in 0..STAGE1_ITER {
+            let z1 = with_ones(&nets.instrument.forward(&b1.instrument, true)?)?;
+            let v = solver.fit(Stage::One, z1.value(), &t1, &w.v, lam.0)?;
+            let loss = fit_loss(&z1, &v, &t1)?;
+            nets.instrument.step(&loss)?;
+        }
+        // 2. Covariate net on the stage-2 loss (predicted treatment fixed).
+        let z1 = with_ones(&nets.instrument.forward(&b1.instrument, false)?)?;
+        let z2 = with_ones(&nets.instrument.forward(&b2.instrument, false)?)?;
+        let v = solver.fit(Stage::One, z1.value(), &t1, &w.v, lam.0)?;
+        let predicted = z2.matmul(&Var::constant(v.t()?))?;
+        for _ in 0..COVARIATE_ITER {
+            let c2 = nets.covariate.forward(&b2.covariate, true)?;
+            let phi = stage2_features(&predicted, &c2)?;
+            let u = solver.fit(Stage::Two, phi.value(), &b2.outcome, &w.u, lam.1)?;
+            let loss = fit_loss(&phi, &u, &b2.outcome)?;
+            nets.covariate.step(&loss)?;
+        }
+        // 3. Treatment net through the stage-1 solve.
+        let c2 = Var::constant(
+            nets.covariate
+                .forward(&b2.covariate, false)?
+                .value()
+                .clone(),
+        );
+        let z1 = Var::constant(z1.value().clone());
+        let z2 = Var::constant(z2.value().clone());
+        let mut stage2 = f64::NAN;
+        for _ in 0..STAGE2_ITER {
+            let t1 = nets.treatment.forward(&b1.treatment, true)?;
+            let v = solver.fit_stage1_var(&z1, &t1, &w.v, lam.0)?;
+            let phi = stage2_features(&z2.matmul(&v.t()?)?, &c2)?;
+            let u = solver.fit(Stage::Two, phi.value(), &b2.outcome, &w.u, lam.1)?;
+            let loss = fit_loss(&phi, &u, &b2.outcome)?;
+            stage2 = loss.item()?;
+            nets.treatment.step(&loss)?;
+        }
+        // The weights at the updated networks, carried to the next mini-batch.
+        self.w = fit_stages(nets, solver, &b1, &b2, w, lam)?;
+        Ok(stage2)
+    }
+
+    fn evaluate(&mut self) -> Result<Vec<(String, f64)>> {
+        let mse = structural_mse(&self.nets, &self.w.u, self.s.test)?;
+        Ok(vec![("test_mse".into(), mse)])
+    }
+}
+
 /// One DFIV training run with the given heads.
 fn train(heads: Heads, s: &Setup, metrics: &mut Metrics) -> Result<Outcome> {
-    let mut nets = Networks::new(s.seed)?;
-    let mut solver = Solver {
+    let solver = Solver {
         stage1: if s.proximal_stage1 {
             heads
         } else {
@@ -432,81 +520,41 @@ fn train(heads: Heads, s: &Setup, metrics: &mut Metrics) -> Result<Outcome> {
         fallbacks: 0,
     };
     let (n1, n2) = (s.stage1.len(), s.stage2.len());
-    // The authors scale λ by each stage's whole sample count, also for mini-batches.
-    let lam = (s.lambda * n1 as f64, s.lambda * n2 as f64);
-    let mut w = Weights {
-        v: Tensor::zeros(&[1, 33])?,
-        u: Tensor::zeros(&[1, 34])?,
-    };
     let tag = match heads {
         Heads::Ridge => "ridge",
         Heads::Proximal => "prox",
     };
-    let series = format!("{tag}/b{}/seed{}", s.batch, s.seed);
-    let mut progress = crate::report::progress::Progress::new(&series, s.epochs, s.quiet);
-    let mut order = Rng::new(s.seed ^ 0xd1f1);
-    let mut train_secs = 0.0;
-    for epoch in 1..=s.epochs {
-        let start = Instant::now();
-        let batches1 = shuffled_batches(n1, s.batch, &mut order);
-        let batches2 = shuffled_batches(n2, s.batch, &mut order);
-        for (i1, i2) in batches1.iter().zip(&batches2) {
-            let (b1, b2) = (s.stage1.select(i1)?, s.stage2.select(i2)?);
-            // 1. Instrument net on the stage-1 loss (treatment features fixed).
-            let t1 = nets
-                .treatment
-                .forward(&b1.treatment, false)?
-                .value()
-                .clone();
-            for _ in 0..STAGE1_ITER {
-                let z1 = with_ones(&nets.instrument.forward(&b1.instrument, true)?)?;
-                let v = solver.fit(Stage::One, z1.value(), &t1, &w.v, lam.0)?;
-                let loss = fit_loss(&z1, &v, &t1)?;
-                nets.instrument.step(&loss)?;
-            }
-            // 2. Covariate net on the stage-2 loss (predicted treatment fixed).
-            let z1 = with_ones(&nets.instrument.forward(&b1.instrument, false)?)?;
-            let z2 = with_ones(&nets.instrument.forward(&b2.instrument, false)?)?;
-            let v = solver.fit(Stage::One, z1.value(), &t1, &w.v, lam.0)?;
-            let predicted = z2.matmul(&Var::constant(v.t()?))?;
-            for _ in 0..COVARIATE_ITER {
-                let c2 = nets.covariate.forward(&b2.covariate, true)?;
-                let phi = stage2_features(&predicted, &c2)?;
-                let u = solver.fit(Stage::Two, phi.value(), &b2.outcome, &w.u, lam.1)?;
-                let loss = fit_loss(&phi, &u, &b2.outcome)?;
-                nets.covariate.step(&loss)?;
-            }
-            // 3. Treatment net through the stage-1 solve.
-            let c2 = Var::constant(
-                nets.covariate
-                    .forward(&b2.covariate, false)?
-                    .value()
-                    .clone(),
-            );
-            let z1 = Var::constant(z1.value().clone());
-            let z2 = Var::constant(z2.value().clone());
-            for _ in 0..STAGE2_ITER {
-                let t1 = nets.treatment.forward(&b1.treatment, true)?;
-                let v = solver.fit_stage1_var(&z1, &t1, &w.v, lam.0)?;
-                let phi = stage2_features(&z2.matmul(&v.t()?)?, &c2)?;
-                let u = solver.fit(Stage::Two, phi.value(), &b2.outcome, &w.u, lam.1)?;
-                let loss = fit_loss(&phi, &u, &b2.outcome)?;
-                nets.treatment.step(&loss)?;
-            }
-            // The weights at the updated networks, carried to the next mini-batch.
-            w = fit_stages(&nets, &mut solver, &b1, &b2, &w, lam)?;
-        }
-        train_secs += start.elapsed().as_secs_f64();
-        progress.update(epoch, epoch, f64::NAN);
-        if epoch % 10 == 0 || epoch == s.epochs {
-            metrics.push(
-                &series,
-                epoch,
-                "test_mse",
-                structural_mse(&nets, &w.u, s.test)?,
-            );
-        }
-    }
+    let mut plan = Plan::new(
+        Budget::Epochs(s.epochs),
+        Batches::Drawn {
+            per_pass: (n1 / s.batch).min(n2 / s.batch),
+        },
+        format!("{tag}/b{}/seed{}", s.batch, s.seed),
+        s.quiet,
+    );
+    plan.evaluate = Cadence::Epochs(10);
+    let mut task = TwoStage {
+        nets: Networks::new(s.seed)?,
+        solver,
+        w: Weights {
+            v: Tensor::zeros(&[1, 33])?,
+            u: Tensor::zeros(&[1, 34])?,
+        },
+        // The authors scale λ by each stage's whole sample count, also for
+        // mini-batches.
+        lam: (s.lambda * n1 as f64, s.lambda * n2 as f64),
+        s,
+        order: Rng::new(s.seed ^ 0xd1f1),
+        queue: Vec::new().into_iter(),
+    };
+    let out = train_loop(&plan, &mut task, &mut Rng::new(0), metrics)?;
+    let TwoStage {
+        nets,
+        solver,
+        w,
+        lam,
+        ..
+    } = task;
     let mse_no_refit = structural_mse(&nets, &w.u, s.test)?;
     let validation_no_refit = stage2_loss(&nets, &w, s.validation)?;
     let start = Instant::now();
@@ -524,7 +572,7 @@ fn train(heads: Heads, s: &Setup, metrics: &mut Metrics) -> Result<Outcome> {
         mse_no_refit,
         validation_no_refit,
         mse_refit,
-        train_secs,
+        train_secs: out.step_seconds,
         refit_secs,
         fallbacks: solver.fallbacks + refit_solver.fallbacks,
         tensors,

@@ -12,9 +12,13 @@ use crate::cli::RunConfig;
 use crate::data::Dataset;
 use crate::report::evidence::{Better, Claim, Evidence};
 use crate::report::{mean_std, Metrics, Table};
-use autograd::{backward, no_grad, Var};
+use crate::train::{
+    train as train_loop, Batch, Batches, Budget, Cadence, NonFinite, Plan, Task as TrainTask,
+    Training,
+};
+use autograd::Var;
 use nn::checkpoint::{AnyTensor, NamedTensors};
-use nn::{loss, Activation, Linear, Mlp, Module, ParamGrads, ParamStore};
+use nn::{loss, Activation, Linear, Mlp, Module, ParamStore};
 use optim::closed_form::{
     squared_loss, ClosedFormHead, ClosedFormTrainer, HeadRule, Order, SolveForm,
 };
@@ -110,18 +114,56 @@ impl Model {
     }
 }
 
-/// How an arm updates its model.
-enum Training {
-    /// A gradient optimiser over the whole network.
-    Gradient(Box<dyn Optimizer<f64>>),
-    /// A backbone optimiser with a closed-form head.
-    Closed(Box<ClosedFormTrainer<f64>>),
+/// One arm's model and update rule on a training set, as the trainer drives them.
+struct Regression<'a> {
+    model: &'a Model,
+    training: Training<f64>,
+    method: Method,
+    train: &'a Dataset,
+    targets: &'a Tensor<f64>,
+    labels: Option<&'a [usize]>,
+    test: Var<f64>,
+    evaluate: &'a dyn Fn(&Tensor<f64>) -> Result<f64>,
+}
+
+impl TrainTask for Regression<'_> {
+    fn set_lr_factor(&mut self, factor: f64) -> Result<()> {
+        self.training.set_lr_factor(factor)
+    }
+
+    fn step(&mut self, idx: &[usize]) -> Result<f64> {
+        let (model, method) = (self.model, self.method);
+        let xb = Var::constant(self.train.x.index_select(0, idx)?);
+        let yb = self.targets.index_select(0, idx)?;
+        let loss = || {
+            let out = model.predict(&xb, None)?;
+            match (method, self.labels) {
+                (Method::CrossEntropy, Some(lab)) => {
+                    let lb: Vec<usize> = idx.iter().map(|&i| lab[i]).collect();
+                    loss::cross_entropy(&out, &lb, 0.0)
+                }
+                _ => squared_loss(&out, &yb),
+            }
+        };
+        let features = || model.features(&xb);
+        let targets = || Ok(yb.clone());
+        self.training.step(&Batch {
+            loss: &loss,
+            head: Some((&features, &targets)),
+        })
+    }
+
+    fn evaluate(&mut self) -> Result<Vec<(String, f64)>> {
+        let pred = self.model.predict(&self.test, self.training.head())?;
+        Ok(vec![("test_metric".into(), (self.evaluate)(pred.value())?)])
+    }
 }
 
 /// Trains one arm and returns (final test metric, seconds) and the trained model's
 /// tensors (the closed-form head as `head.closed_form`). `targets` are the
 /// training targets of the squared loss `[n, k]`; `labels` the classes for
-/// cross-entropy; `evaluate` scores test-set predictions `[n_test, k]`.
+/// cross-entropy; `evaluate` scores test-set predictions `[n_test, k]`. A run whose
+/// loss stops being finite scores NaN.
 #[allow(clippy::too_many_arguments)]
 pub fn run_arm(
     method: Method,
@@ -169,73 +211,57 @@ pub fn run_arm(
             SgdConfig::new(s.sgd_lr).momentum(0.9),
         )?),
     };
-    let mut training = if closed {
+    let training = if closed {
         let rule = if method == Method::Ridge {
             HeadRule::Ridge { beta: s.beta }
         } else {
             HeadRule::Proximal { lambda: s.lambda }
         };
-        Training::Closed(Box::new(ClosedFormTrainer {
+        Training::closed(ClosedFormTrainer {
             head: ClosedFormHead::new(d, k, true, rule, SolveForm::Auto)?,
             optimizer,
             order: Order::BackboneFirst,
             buffers: Vec::new(),
-        }))
+        })
     } else {
-        Training::Gradient(optimizer)
+        Training::plain(optimizer)
     };
-    let series = format!("{}/b{batch}/seed{seed}", method.tag());
-    let test = Var::constant(test_x.clone());
-    let eval_every = (s.steps / 20).max(1);
-    let mut order_rng = Rng::new(seed ^ 0x5eed);
-    let mut queue: Vec<Vec<usize>> = Vec::new();
-    let mut progress = crate::report::progress::Progress::new(&series, s.steps, s.quiet);
-    let mut last_metric = f64::NAN;
-    for step in 1..=s.steps {
-        if queue.is_empty() {
-            // Full batches only, for every arm: the same stream of equal batches.
-            queue = train.full_batches(batch, Some(&mut order_rng))?;
-            queue.reverse();
-        }
-        let idx = queue.pop().expect("a batch");
-        let xb = Var::constant(train.x.index_select(0, &idx)?);
-        let yb = targets.index_select(0, &idx)?;
-        let loss = match &mut training {
-            Training::Closed(trainer) => trainer.step(|| model.features(&xb), &yb)?,
-            Training::Gradient(optimizer) => {
-                let out = model.predict(&xb, None)?;
-                let l = match (method, labels) {
-                    (Method::CrossEntropy, Some(lab)) => {
-                        let lb: Vec<usize> = idx.iter().map(|&i| lab[i]).collect();
-                        loss::cross_entropy(&out, &lb, 0.0)?
-                    }
-                    _ => squared_loss(&out, &yb)?,
-                };
-                let g = ParamGrads::collect(optimizer.params(), &backward(&l)?);
-                optimizer.step(&g)?;
-                l.item()?
-            }
-        };
-        progress.update(step, step * batch / train.len().max(1), loss);
-        if step % eval_every == 0 || step == s.steps {
-            let head = match &training {
-                Training::Closed(t) => Some(&t.head),
-                Training::Gradient(_) => None,
-            };
-            let pred = no_grad(|| model.predict(&test, head))?;
-            last_metric = evaluate(pred.value())?;
-            metrics.push(&series, step, "train_loss", loss);
-            metrics.push(&series, step, "test_metric", last_metric);
-        }
-    }
+    let mut plan = Plan::new(
+        Budget::Steps(s.steps),
+        // Full batches only, for every arm: the same stream of equal batches.
+        Batches::Shuffled {
+            samples: train.len(),
+            size: batch,
+            ragged: false,
+        },
+        format!("{}/b{batch}/seed{seed}", method.tag()),
+        s.quiet,
+    );
+    plan.evaluate = Cadence::Steps((s.steps / 20).max(1));
+    plan.non_finite = NonFinite::Stop;
+    let mut task = Regression {
+        model: &model,
+        training,
+        method,
+        train,
+        targets,
+        labels,
+        test: Var::constant(test_x.clone()),
+        evaluate,
+    };
+    let out = train_loop(&plan, &mut task, &mut Rng::new(seed ^ 0x5eed), metrics)?;
+    let metric = match (out.diverged_at, &out.last) {
+        (None, Some(e)) => e.get("test_metric")?,
+        _ => f64::NAN,
+    };
     let mut tensors = store.to_tensors();
-    if let Training::Closed(t) = &training {
+    if let Some(head) = task.training.head() {
         tensors.push((
             "head.closed_form".into(),
-            AnyTensor::from_tensor(t.head.weight()),
+            AnyTensor::from_tensor(head.weight()),
         ));
     }
-    Ok(((last_metric, start.elapsed().as_secs_f64()), tensors))
+    Ok(((metric, start.elapsed().as_secs_f64()), tensors))
 }
 
 /// A training set with its squared-loss targets, and how predictions are scored.

@@ -6,6 +6,7 @@
 //! (log Z included) for the five cells: the lift, its no-slack and learned-code
 //! ablations, PGD and softplus.
 
+use super::density::Density;
 use super::landscape::{Slice, Trajectory};
 use super::{
     cell_name, icnn_config, record_sigma, snapshots, Convention, Escape, Model, ShoulderTrack,
@@ -14,7 +15,7 @@ use super::{
 use crate::cli::RunConfig;
 use crate::data::toy::Target1d;
 use crate::report::heatmap::{self, Heatmap};
-use crate::report::{mean_std, progress::Progress, Metrics, Table};
+use crate::report::{mean_std, Metrics, Table};
 use autograd::{no_grad, Var};
 use nn::checkpoint::NamedTensors;
 use optim::lift::{CrossCov, LiftConfig, LiftVariant};
@@ -190,7 +191,7 @@ pub fn train_one(
     metrics: &mut Metrics,
 ) -> Result<RunResult> {
     let mut rng = Rng::new(seed);
-    let mut m = Model::new(
+    let m = Model::new(
         strategy,
         Convention::Ebm,
         icnn_config(1, width, 3, 0.02),
@@ -209,7 +210,6 @@ pub fn train_one(
         cell_name(strategy, lift.variant),
         target.name()
     );
-    let mut progress = Progress::new(&series, iterations, quiet);
     let loss = |m: &Model, w: &[Var<f64>], batch: &Tensor<f64>| -> Result<Var<f64>> {
         let fx = m
             .net
@@ -217,8 +217,7 @@ pub fn train_one(
             .mean_all()?;
         fx.add(&log_partition(m, w, &gv, dx)?)
     };
-    let every = (iterations / 25).max(1);
-    let (mut skipped, mut probes) = (0, Vec::new());
+    let mut probes = Vec::new();
     let mut track = ShoulderTrack::default();
     let track_every = (iterations / 100).max(1);
     let (mut theta_path, mut lifted_path) = (Trajectory::default(), Trajectory::default());
@@ -229,20 +228,14 @@ pub fn train_one(
         .filter(|p| strategy == Strategy::Lift && p.name().starts_with("positivity"))
         .collect();
     let snap_every = (iterations / 40).max(1);
-    for it in 1..=iterations {
-        let batch = target.sample(256, &mut data_rng)?;
-        let l = m.step(&batch, 1.0, &loss)?;
-        if !l.is_finite() {
-            skipped += 1;
-        }
-        progress.update(it, it, l);
-        if probe_every > 0 && (it % track_every == 0 || it == 1) {
-            let exits = track.record(&m, &pin, strategy == Strategy::Pgd)?;
+    let after = |m: &mut Model, it: usize, metrics: &mut Metrics| -> Result<()> {
+        if probe_every > 0 && (it.is_multiple_of(track_every) || it == 1) {
+            let exits = track.record(m, &pin, strategy == Strategy::Pgd)?;
             metrics.push(&series, it, "shoulder_exits", exits);
         }
-        if probe_every > 0 && (it % probe_every == 0 || it == 1) {
+        if probe_every > 0 && (it.is_multiple_of(probe_every) || it == 1) {
             record_sigma(
-                &m,
+                m,
                 &mut |r| target.sample(256, r),
                 &loss,
                 seed,
@@ -252,30 +245,31 @@ pub fn train_one(
                 &mut probes,
             )?;
         }
-        if landscape > 0 && (it % snap_every == 0 || it == 1 || it == iterations) {
+        if landscape > 0 && (it.is_multiple_of(snap_every) || it == 1 || it == iterations) {
             let w = no_grad(|| m.positivity.weights(&pin))?;
             theta_path.push(&w.iter().map(|v| v.value().clone()).collect::<Vec<_>>())?;
             if !lifted_params.is_empty() {
                 lifted_path.push(&lifted_params.iter().map(|p| p.value()).collect::<Vec<_>>())?;
             }
         }
-        if it % every == 0 || it == iterations {
-            metrics.push(&series, it, "train_nll", l);
-            metrics.push(
-                &series,
-                it,
-                "shoulder_occupancy",
-                m.positivity.shoulder_occupancy(&pin)?,
-            );
-            let w = no_grad(|| m.positivity.weights(&pin))?;
-            metrics.push(
-                &series,
-                it,
-                "tv",
-                no_grad(|| total_variation(&m, &w, target, 2000))?,
-            );
-        }
+        Ok(())
+    };
+    let scores = |m: &Model| -> Result<Vec<(String, f64)>> {
+        let occupancy = m.positivity.shoulder_occupancy(&pin)?;
+        let w = m.positivity.weights(&pin)?;
+        let tv = total_variation(m, &w, target, 2000)?;
+        Ok(vec![
+            ("shoulder_occupancy".into(), occupancy),
+            ("tv".into(), tv),
+        ])
+    };
+    let (m, out) = Density {
+        model: m,
+        step: Box::new(|m: &mut Model| m.step(&target.sample(256, &mut data_rng)?, 1.0, &loss)),
+        after: Box::new(after),
+        scores: Box::new(scores),
     }
+    .train(iterations, iterations / 25, &series, quiet, metrics)?;
     let w = no_grad(|| m.positivity.weights(&pin))?;
     let tv = no_grad(|| total_variation(&m, &w, target, 8000))?;
     let (fine, fdx) = grid(target, 8000)?;
@@ -333,8 +327,8 @@ pub fn train_one(
         nll,
         shoulder: m.positivity.shoulder_occupancy(&pin)?,
         params: m.size(),
-        seconds: progress.elapsed(),
-        skipped,
+        seconds: out.seconds,
+        skipped: out.skipped,
         probes,
         escape: (probe_every > 0).then(|| track.escape()),
         tensors: m.store.to_tensors(),
@@ -520,7 +514,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         &metrics,
         &[
             ("tv", true),
-            ("train_nll", false),
+            ("train_loss", false),
             ("shoulder_occupancy", false),
             ("sigma2_jac", false),
             ("shoulder_exits", false),

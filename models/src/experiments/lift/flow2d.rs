@@ -15,11 +15,12 @@
 //! its two ablations (no slack: no reading; learned code: batch-independent) and
 //! for PGD and softplus, whose slack channel is their own latent.
 
+use super::density::{no_scores, Density};
 use super::{cell_name, icnn_config, record_sigma, snapshots, Convention, Model, Strategy, PROBES};
 use crate::cli::RunConfig;
 use crate::data::gaussian::Gaussian;
 use crate::data::toy::Target2d;
-use crate::report::{mean_std, progress::Progress, svg, Metrics, Table};
+use crate::report::{mean_std, svg, Metrics, Table};
 use crate::sweep::{CellValue, Fields};
 use autograd::{grad, no_grad, Var};
 use nn::checkpoint::NamedTensors;
@@ -275,7 +276,7 @@ impl FlowRun {
     pub fn train(&self, metrics: &mut Metrics) -> Result<FlowResult> {
         let mut rng = Rng::new(self.seed);
         let extra = potential_scalars();
-        let mut m = Model::new(
+        let m = Model::new(
             self.strategy,
             self.convention,
             icnn_config(2, self.width, self.layers, 0.0),
@@ -294,31 +295,19 @@ impl FlowRun {
             self.lift.slack_init,
             self.seed
         );
-        let mut progress = Progress::new(&series, self.iterations, self.quiet);
         let loss = |m: &Model, w: &[Var<f64>], batch: &Tensor<f64>| -> Result<Var<f64>> {
             log_density(m, w, batch)?.mean_all()?.neg()
         };
-        let every = (self.iterations / 20).max(1);
-        let mut lr_base = m.optimizer.lr();
-        let (mut skipped, mut probes) = (0, Vec::new());
-        for it in 1..=self.iterations {
+        let mut probes = Vec::new();
+        let after = |m: &mut Model, it: usize, metrics: &mut Metrics| -> Result<()> {
             // Step decay ×0.5 at 2/3 of the run.
-            if it == 2 * self.iterations / 3 {
-                lr_base *= 0.5;
-                m.optimizer.set_lr(lr_base)?;
+            if it + 1 == 2 * self.iterations / 3 {
+                let lr = m.optimizer.lr() * 0.5;
+                m.optimizer.set_lr(lr)?;
             }
-            let batch = self.target.sample(128, &mut data_rng)?;
-            let l = m.step(&batch, 10.0, &loss)?;
-            if !l.is_finite() {
-                skipped += 1;
-            }
-            progress.update(it, it, l);
-            if it % every == 0 || it == self.iterations {
-                metrics.push(&series, it, "train_nll", l);
-            }
-            if self.probe_every > 0 && (it % self.probe_every == 0 || it == 1) {
+            if self.probe_every > 0 && (it.is_multiple_of(self.probe_every) || it == 1) {
                 record_sigma(
-                    &m,
+                    m,
                     &mut |r| self.target.sample(128, r),
                     &loss,
                     self.seed,
@@ -328,15 +317,31 @@ impl FlowRun {
                     &mut probes,
                 )?;
             }
+            Ok(())
+        };
+        let (m, out) = Density {
+            model: m,
+            step: Box::new(|m: &mut Model| {
+                m.step(&self.target.sample(128, &mut data_rng)?, 10.0, &loss)
+            }),
+            after: Box::new(after),
+            scores: no_scores(),
         }
+        .train(
+            self.iterations,
+            self.iterations / 20,
+            &series,
+            self.quiet,
+            metrics,
+        )?;
         let w = no_grad(|| m.positivity.weights(&pin))?;
         let w: Vec<Var<f64>> = w.iter().map(|v| v.detach()).collect();
         let nll = -log_density(&m, &w, &test)?.mean_all()?.item()?;
         Ok(FlowResult {
             nll,
             params: m.size(),
-            secs: progress.elapsed(),
-            skipped,
+            secs: out.seconds,
+            skipped: out.skipped,
             probes,
             tensors: m.store.to_tensors(),
         })
@@ -573,7 +578,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     dir.write_metrics(
         "lift-flow-2d: training NLL and σ²_Jac",
         &metrics,
-        &[("train_nll", false), ("sigma2_jac", false)],
+        &[("train_loss", false), ("sigma2_jac", false)],
         "iteration",
     )?;
     std::fs::write(

@@ -20,16 +20,18 @@
 //! the spread of the importance weights). The fitted Gaussian's own test NLL is the
 //! reference an EBM must beat.
 
+use super::density::{no_scores, nothing_after, Density};
 use super::{icnn_config, Convention, Model, Strategy};
 use crate::cli::RunConfig;
 use crate::data::builtin;
 use crate::data::gaussian::Gaussian;
-use crate::report::{mean_std, progress::Progress, Metrics, Table};
+use crate::report::{mean_std, Metrics, Table};
 use crate::sweep::field;
-use autograd::{backward, no_grad, Var};
-use nn::{Conv2d, Linear, Module, ParamGrads, ParamStore};
+use crate::train::{train as train_loop, Batch, Batches, Budget, Cadence, Plan, Task, Training};
+use autograd::{no_grad, Var};
+use nn::{Conv2d, Linear, Module, ParamStore};
 use optim::lift::LiftConfig;
-use optim::{Adam, AdamConfig, Optimizer};
+use optim::{Adam, AdamConfig};
 use tensor::{Conv2dSpec, Error, Result, Rng, Tensor};
 
 /// Options of this experiment.
@@ -128,7 +130,30 @@ impl Autoencoder {
     }
 }
 
-/// Trains the autoencoder; returns it and the final training BCE per pixel.
+/// The autoencoder's training on the digits, as the trainer drives it.
+struct Reconstruction<'a> {
+    ae: &'a Autoencoder,
+    training: Training<f64>,
+    train: &'a Tensor<f64>,
+}
+
+impl Task for Reconstruction<'_> {
+    fn set_lr_factor(&mut self, factor: f64) -> Result<()> {
+        self.training.set_lr_factor(factor)
+    }
+
+    fn step(&mut self, idx: &[usize]) -> Result<f64> {
+        let x = Var::constant(self.train.index_select(0, idx)?);
+        let ae = self.ae;
+        self.training.step(&Batch {
+            loss: &|| ae.bce(&x),
+            head: None,
+        })
+    }
+}
+
+/// Trains the autoencoder (full batches of 128, Adam); returns it and the mean
+/// training BCE per pixel of the last epoch.
 fn train_autoencoder(
     train: &Tensor<f64>,
     epochs: usize,
@@ -137,24 +162,28 @@ fn train_autoencoder(
 ) -> Result<(Autoencoder, f64)> {
     let mut rng = Rng::new(seed);
     let ae = Autoencoder::new(&mut rng)?;
-    let mut opt = Adam::new(ae.store.trainable(), AdamConfig::adam(1e-3))?;
-    let n = train.shape()[0];
-    let batch = 128;
-    let steps = epochs * (n / batch);
-    let mut progress = Progress::new("autoencoder", steps, quiet);
-    let (mut step, mut last) = (0, f64::NAN);
-    for epoch in 1..=epochs {
-        for idx in rng.permutation(n).chunks_exact(batch) {
-            let x = Var::constant(train.index_select(0, idx)?);
-            let loss = ae.bce(&x)?;
-            let grads = ParamGrads::collect(opt.params(), &backward(&loss)?);
-            opt.step(&grads)?;
-            step += 1;
-            last = loss.item()?;
-            progress.update(step, epoch, last);
-        }
-    }
-    Ok((ae, last))
+    let mut plan = Plan::new(
+        Budget::Epochs(epochs),
+        Batches::Shuffled {
+            samples: train.shape()[0],
+            size: 128,
+            ragged: false,
+        },
+        "autoencoder",
+        quiet,
+    );
+    plan.evaluate = Cadence::Never;
+    let mut task = Reconstruction {
+        ae: &ae,
+        training: Training::plain(Box::new(Adam::new(
+            ae.store.trainable(),
+            AdamConfig::adam(1e-3),
+        )?)),
+        train,
+    };
+    // The batch order continues the initialisation's generator.
+    let out = train_loop(&plan, &mut task, &mut rng, &mut Metrics::default())?;
+    Ok((ae, out.train_loss))
 }
 
 /// log Ẑ = logsumexp(−F(x_m) − log g(x_m)) − log M, differentiable in the weights.
@@ -299,9 +328,8 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         for &seed in &seeds {
             let series = format!("{}/seed{seed}", strategy.name());
             let r = cfg.cell(&series, &mut metrics, |metrics| {
-                let mut skipped = 0usize;
                 let mut rng = Rng::new(seed);
-                let mut m = Model::new(
+                let m = Model::new(
                     strategy,
                     Convention::Ebm,
                     icnn_config(LATENT, width, 3, 0.02),
@@ -310,10 +338,9 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                     &[],
                     &mut rng,
                 )?;
-                let mut progress = Progress::new(&series, iterations, cfg.quiet);
                 let mut data_rng = Rng::new(seed ^ 0x1a7e);
                 let n = z_train.shape()[0];
-                for it in 1..=iterations {
+                let step = |m: &mut Model| -> Result<f64> {
                     let idx: Vec<usize> = (0..256)
                         .map(|_| data_rng.below(n as u64).map(|i| i as usize))
                         .collect::<Result<_>>()?;
@@ -325,15 +352,15 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                             .mean_all()?
                             .add(&log_partition(m, w, &xs, &lq)?)
                     };
-                    let l = m.step(&batch, 1.0, &loss)?;
-                    if !l.is_finite() {
-                        skipped += 1;
-                    }
-                    progress.update(it, it, l);
-                    if it % (iterations / 20).max(1) == 0 {
-                        metrics.push(&series, it, "train_nll", l);
-                    }
+                    m.step(&batch, 1.0, &loss)
+                };
+                let (m, out) = Density {
+                    model: m,
+                    step: Box::new(step),
+                    after: nothing_after(),
+                    scores: no_scores(),
                 }
+                .train(iterations, iterations / 20, &series, cfg.quiet, metrics)?;
                 let pin = z_train.index_select(0, &(0..256).collect::<Vec<_>>())?;
                 let w: Vec<Var<f64>> = no_grad(|| m.positivity.weights(&pin))?
                     .iter()
@@ -348,9 +375,9 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                 Ok(vec![
                     ("nll".to_string(), mean_f + log_z + jacobian),
                     ("se".to_string(), se),
-                    ("seconds".to_string(), progress.elapsed()),
+                    ("seconds".to_string(), out.seconds),
                     ("size".to_string(), m.size() as f64),
-                    ("skipped".to_string(), skipped as f64),
+                    ("skipped".to_string(), out.skipped as f64),
                 ])
             })?;
             nlls.push(field(&r, "nll")?);
@@ -377,7 +404,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     dir.write_metrics(
         "lift-ebm-latent: training NLL (importance-sampled log Z)",
         &metrics,
-        &[("train_nll", false)],
+        &[("train_loss", false)],
         "iteration",
     )?;
     dir.write_model(

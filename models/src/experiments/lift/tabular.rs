@@ -24,6 +24,7 @@
 //! softplus 443.88, PGD 27.01 nats; unverified, not in the public code) come from
 //! the full budget and are not reproduced at this one.
 
+use super::density::{no_scores, nothing_after, Density};
 use super::{
     flow2d::{gradient_map, potential_scalars},
     icnn_config, Convention, Model, Strategy,
@@ -31,7 +32,7 @@ use super::{
 use crate::cli::RunConfig;
 use crate::data::gaussian::Gaussian;
 use crate::data::tabular::{load_hepmass, StandIn, TabularSplits};
-use crate::report::{mean_std, progress::Progress, Metrics, Table};
+use crate::report::{mean_std, Metrics, Table};
 use crate::sweep::{CellValue, Fields};
 use autograd::{grad, no_grad, Var};
 use optim::lift::LiftConfig;
@@ -196,37 +197,43 @@ impl TabularRun<'_> {
             },
         )?;
         let series = format!("{}/seed{}", self.strategy.name(), self.seed);
-        let mut progress = Progress::new(&series, self.iterations, self.quiet);
         let loss = |m: &Model, w: &[Var<f64>], b: &Tensor<f64>| -> Result<Var<f64>> {
             log_density(m, w, b, true)?.mean_all()?.neg()
         };
         let n = self.data.train.shape()[0];
         let mut data_rng = Rng::new(self.seed ^ 0x7ab);
-        let every = (self.iterations / 20).max(1);
-        let mut skipped = 0;
-        for it in 1..=self.iterations {
-            // Bootstrap batches, as the lift repository samples its tabular data.
+        // Bootstrap batches, as the lift repository samples its tabular data.
+        let step = |m: &mut Model| -> Result<f64> {
             let idx: Vec<usize> = (0..self.batch)
                 .map(|_| data_rng.below(n as u64).map(|i| i as usize))
                 .collect::<Result<_>>()?;
-            let batch = self.data.train.index_select(0, &idx)?;
-            let l = m.step(&batch, f64::INFINITY, &loss)?;
-            if !l.is_finite() {
-                skipped += 1;
-            }
-            progress.update(it, it, l);
-            if it % every == 0 || it == self.iterations {
-                metrics.push(&series, it, "train_nll", l);
-            }
+            m.step(
+                &self.data.train.index_select(0, &idx)?,
+                f64::INFINITY,
+                &loss,
+            )
+        };
+        let (m, out) = Density {
+            model: m,
+            step: Box::new(step),
+            after: nothing_after(),
+            scores: no_scores(),
         }
+        .train(
+            self.iterations,
+            self.iterations / 20,
+            &series,
+            self.quiet,
+            metrics,
+        )?;
         let w = no_grad(|| m.positivity.weights(&self.data.train))?;
         let w: Vec<Var<f64>> = w.iter().map(|v| v.detach()).collect();
         Ok(TabularResult {
             validation: nll(&m, &w, &self.data.validation)?,
             test: nll(&m, &w, &self.data.test)?,
             params: m.size(),
-            skipped,
-            secs: progress.elapsed(),
+            skipped: out.skipped,
+            secs: out.seconds,
         })
     }
 }
@@ -383,7 +390,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     dir.write_metrics(
         "lift-flow-tabular: training NLL",
         &metrics,
-        &[("train_nll", false)],
+        &[("train_loss", false)],
         "iteration",
     )?;
     let tables = vec![table];

@@ -5,20 +5,21 @@
 //! at the authors' period) and the spread of U.
 
 use super::network::Model;
-use super::{preconditioning_batch, Hyper, Method, Spread, Stepper};
 use crate::cli::RunConfig;
 use crate::data::Dataset;
 use crate::experiments::images::{self, ImageSet};
 use crate::report::evidence::{Better, Claim, Evidence};
-use crate::report::{mean_std, progress::Progress, Metrics, Table};
+use crate::report::{mean_std, Metrics, Table};
 use crate::sweep::{CellValue, Fields};
-use crate::train::batch_x;
-use autograd::{no_grad, Var};
+use crate::train::{
+    batch_x, preconditioning_batch, train as train_loop, Batch, Batches, Budget, Hyper, Method,
+    NonFinite, Plan, Preconditioning, Spread, Task, Training,
+};
+use autograd::Var;
 use nn::checkpoint::AnyTensor;
-use nn::{loss, ParamStore};
+use nn::{loss, Module, ParamStore};
 use optim::llqr::{Geometry, PerturbationNorm};
 use optim::Schedule;
-use std::time::Instant;
 use tensor::{Error, Result, Rng};
 
 /// Options of this experiment.
@@ -78,7 +79,7 @@ pub struct ArmResult {
 
 /// Training length and batching.
 #[derive(Clone, Debug)]
-pub struct Budget {
+pub struct Regime {
     /// Epochs.
     pub epochs: usize,
     /// Mini-batch size.
@@ -97,7 +98,70 @@ pub struct Arm {
     /// Its hyper-parameters.
     pub hyper: Hyper,
     /// The training budget.
-    pub budget: Budget,
+    pub budget: Regime,
+}
+
+/// One arm's network, update rule and (possibly noisy) training set, as the
+/// trainer drives them.
+struct NoisyLabels<'a> {
+    net: &'a dyn Module<f32>,
+    store: &'a ParamStore<f32>,
+    training: Training<f32>,
+    train: &'a Dataset,
+    labels: &'a [usize],
+    test: (Var<f32>, &'a [usize]),
+    precond_batch: usize,
+    precond_rng: Rng,
+    series: &'a str,
+}
+
+impl Task for NoisyLabels<'_> {
+    fn set_lr_factor(&mut self, factor: f64) -> Result<()> {
+        self.training.set_lr_factor(factor)
+    }
+
+    fn before_step(&mut self, step: usize, metrics: &mut Metrics) -> Result<()> {
+        let (net, train, labels) = (self.net, self.train, self.labels);
+        let (rng, count) = (&mut self.precond_rng, self.precond_batch);
+        self.training.refresh_if_due(
+            self.store,
+            || {
+                let pick = preconditioning_batch(rng, count, train.len())?;
+                let xp = Var::constant(batch_x(train, &pick)?);
+                Ok(Preconditioning {
+                    logits: Box::new(move || net.forward(&xp)),
+                    labels: pick.iter().map(|&i| labels[i]).collect(),
+                    smoothing: 0.0,
+                })
+            },
+            (metrics, self.series, step),
+        )
+    }
+
+    fn step(&mut self, idx: &[usize]) -> Result<f64> {
+        let x = Var::constant(batch_x(self.train, idx)?);
+        let y: Vec<usize> = idx.iter().map(|&i| self.labels[i]).collect();
+        let net = self.net;
+        let loss = || loss::cross_entropy(&net.forward(&x)?, &y, 0.0);
+        self.training.step(&Batch {
+            loss: &loss,
+            head: None,
+        })
+    }
+
+    fn evaluate(&mut self) -> Result<Vec<(String, f64)>> {
+        let (x, labels) = &self.test;
+        let acc = loss::accuracy(self.net.forward(x)?.value(), labels)?;
+        Ok(vec![("test_accuracy".into(), acc)])
+    }
+
+    fn set_training(&self, on: bool) {
+        if on {
+            self.store.train()
+        } else {
+            self.store.eval()
+        }
+    }
 }
 
 /// Trains `arm` on `train` (its labels possibly noisy) and evaluates on `test`.
@@ -110,84 +174,62 @@ pub fn train_arm(
     metrics: &mut Metrics,
 ) -> Result<ArmResult> {
     let (hyper, budget) = (&arm.hyper, &arm.budget);
-    let (train_labels, _) = train.labels()?;
-    let (test_labels, _) = test.labels()?;
     let store = ParamStore::<f32>::new();
-    let mut rng = Rng::new(seed);
-    let net = budget
-        .model
-        .build(&store.root(), train.x.shape()[1], budget.hidden, &mut rng)?;
-    let mut stepper = Stepper::new(arm.method, store.trainable(), hyper)?;
-    let per_epoch = train.len().div_ceil(budget.batch);
-    let total = per_epoch * budget.epochs;
-    let schedule = Schedule::Cosine {
-        total,
+    let net = budget.model.build(
+        &store.root(),
+        train.x.shape()[1],
+        budget.hidden,
+        &mut Rng::new(seed),
+    )?;
+    let mut plan = Plan::new(
+        Budget::Epochs(budget.epochs),
+        Batches::Shuffled {
+            samples: train.len(),
+            size: budget.batch,
+            ragged: true,
+        },
+        series,
+        quiet,
+    );
+    plan.schedule = Some(Schedule::Cosine {
+        total: plan.total_steps()?,
         min_factor: 0.0,
+    });
+    plan.non_finite = NonFinite::Stop;
+    let mut task = NoisyLabels {
+        net: net.as_ref(),
+        store: &store,
+        training: Training::method(arm.method, store.trainable(), hyper)?,
+        train,
+        labels: train.labels()?.0,
+        test: (Var::constant(test.x.cast::<f32>()), test.labels()?.0),
+        precond_batch: hyper.precond_batch,
+        precond_rng: Rng::new(seed + 2000),
+        series,
     };
-    let mut order = Rng::new(seed + 1000);
-    let mut precond_rng = Rng::new(seed + 2000);
-    let x_test = Var::constant(test.x.cast::<f32>());
-    let mut progress = Progress::new(series, total, quiet);
-    let (mut step, mut busy, mut accuracy) = (0, 0.0, 0.0);
-    let (mut refreshing, mut refreshes) = (0.0, 0usize);
-    for epoch in 1..=budget.epochs {
-        let mut sum = 0.0;
-        for idx in train.batches(budget.batch, Some(&mut order))? {
-            stepper.set_lr(hyper.lr * schedule.factor(step))?;
-            let start = Instant::now();
-            if let (true, Stepper::Llqr(l)) = (stepper.refresh_due(), &mut stepper) {
-                let pick =
-                    preconditioning_batch(&mut precond_rng, hyper.precond_batch, train.len())?;
-                let xp = Var::constant(batch_x(train, &pick)?);
-                let labels: Vec<usize> = pick.iter().map(|&i| train_labels[i]).collect();
-                store.eval();
-                let started = Instant::now();
-                let refreshed = l.refresh(&|| net.forward(&xp), &labels, 0.0);
-                refreshing += started.elapsed().as_secs_f64();
-                refreshes += 1;
-                store.train();
-                refreshed?;
-                if let Some(u) = stepper.preconditioner_summary() {
-                    u.log(metrics, series, step);
-                }
-            }
-            let x = Var::constant(batch_x(train, &idx)?);
-            let labels: Vec<usize> = idx.iter().map(|&i| train_labels[i]).collect();
-            let value = match stepper.step(&|| loss::cross_entropy(&net.forward(&x)?, &labels, 0.0))
-            {
-                Err(Error::NonFinite { .. }) => {
-                    return Ok(ArmResult {
-                        accuracy: f64::NAN,
-                        diverged_at: Some(step),
-                        ms_per_step: f64::NAN,
-                        ms_at_authors_period: f64::NAN,
-                        preconditioner: stepper.preconditioner_summary(),
-                        sanitised: stepper.sanitised(),
-                        store,
-                    })
-                }
-                other => other?,
-            };
-            busy += start.elapsed().as_secs_f64();
-            sum += value;
-            step += 1;
-            progress.update(step, epoch, value);
-        }
-        metrics.push(series, epoch, "train_loss", sum / per_epoch as f64);
-        store.eval();
-        accuracy = no_grad(|| loss::accuracy(net.forward(&x_test)?.value(), test_labels))?;
-        store.train();
-        metrics.push(series, epoch, "test_accuracy", accuracy);
-    }
-    Ok(ArmResult {
-        accuracy: accuracy * 100.0,
-        diverged_at: None,
-        ms_per_step: 1e3 * busy / total as f64,
-        ms_at_authors_period: 1e3
-            * ((busy - refreshing) / total as f64
+    let out = train_loop(&plan, &mut task, &mut Rng::new(seed + 1000), metrics)?;
+    let training = &task.training;
+    let (refreshes, refreshing) = training.refresh_time();
+    let (accuracy, ms_per_step, ms_at_authors_period) = match out.diverged_at {
+        Some(_) => (f64::NAN, f64::NAN, f64::NAN),
+        None => (
+            100.0
+                * out
+                    .last
+                    .as_ref()
+                    .map_or(Ok(f64::NAN), |e| e.get("test_accuracy"))?,
+            out.ms_per_step(),
+            1e3 * ((out.step_seconds - refreshing) / out.steps.max(1) as f64
                 + refreshing / refreshes.max(1) as f64 / AUTHORS_REFRESH_PERIOD as f64),
-        preconditioner: stepper.preconditioner_summary(),
-        sanitised: stepper.sanitised(),
+        ),
+    };
+    Ok(ArmResult {
+        accuracy,
+        diverged_at: out.diverged_at,
+        ms_per_step,
+        ms_at_authors_period,
+        preconditioner: training.preconditioner_summary(),
+        sanitised: training.sanitised(),
         store,
     })
 }
@@ -348,7 +390,7 @@ const FULL_ARMS: &[&str] = &[
 /// Runs the experiment and returns its tables.
 pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     cfg.check_known("llqr-sam", OPTIONS)?;
-    let budget = Budget {
+    let budget = Regime {
         epochs: cfg.opt("epochs", if cfg.quick { 12 } else { 40 })?,
         batch: cfg.opt("batch", 64usize)?,
         hidden: cfg.opt("hidden", 128usize)?,

@@ -1,10 +1,12 @@
-//! The supervised training loop the experiments share: epochs of shuffled
-//! mini-batches, an optimiser with a schedule, per-epoch evaluation, curves and
-//! progress.
+//! The supervised shortcut through the trainer: epochs of shuffled mini-batches
+//! of a dataset, one first-order optimiser (or SAM, LLQR+SAM: anything stepped
+//! through a loss closure) with a schedule, per-epoch evaluation.
 
+use super::batches::Batches;
+use super::trainer::{train, Budget, Plan, Task};
 use crate::data::Dataset;
-use crate::report::{progress::Progress, Metrics};
-use autograd::{no_grad, Var};
+use crate::report::Metrics;
+use autograd::Var;
 use nn::ParamStore;
 use optim::{Adam, AdamConfig, Optimizer, Schedule, Sgd, SgdConfig};
 use tensor::{Result, Rng, Tensor};
@@ -81,52 +83,74 @@ pub fn batch_x(data: &Dataset, idx: &[usize]) -> Result<Tensor<f32>> {
 /// Trains with `loss_fn(batch_indices) -> loss` (through
 /// [`Optimizer::step_closure`], so SAM and LLQR+SAM, which evaluate it more than once
 /// a step, train here too) and calls `evaluate()` after each
-/// epoch (in evaluation mode, without recording); returns the last evaluation.
-/// Records `train_loss` and every evaluated metric per epoch.
+/// epoch (in evaluation mode, without recording); returns the last evaluation and
+/// the run's `seconds`. Records `train_loss` and every evaluated metric per epoch.
 pub fn fit(
     store: &ParamStore<f32>,
     optimizer: &mut dyn Optimizer<f32>,
-    train: &Dataset,
+    train_set: &Dataset,
     settings: &FitSettings,
     metrics: &mut Metrics,
     loss_fn: impl Fn(&[usize]) -> Result<Var<f32>>,
-    mut evaluate: impl FnMut() -> Result<Vec<(String, f64)>>,
+    evaluate: impl FnMut() -> Result<Vec<(String, f64)>>,
 ) -> Result<Vec<(String, f64)>> {
-    settings.schedule.validate()?;
-    let base_lr = optimizer.lr();
-    let mut rng = Rng::new(settings.seed);
-    let per_epoch = train.len().div_ceil(settings.batch_size);
-    let mut progress = Progress::new(
-        &settings.series,
-        per_epoch * settings.epochs,
+    let mut plan = Plan::new(
+        Budget::Epochs(settings.epochs),
+        Batches::Shuffled {
+            samples: train_set.len(),
+            size: settings.batch_size,
+            ragged: true,
+        },
+        settings.series.clone(),
         settings.quiet,
     );
-    let mut step = 0;
-    let mut last = Vec::new();
-    for epoch in 0..settings.epochs {
-        store.train();
-        let mut total = 0.0;
-        let batches = train.batches(settings.batch_size, Some(&mut rng))?;
-        for idx in &batches {
-            optimizer.set_lr(base_lr * settings.schedule.factor(step))?;
-            let value = optimizer.step_closure(&|| loss_fn(idx))?;
-            total += value;
-            step += 1;
-            progress.update(step, epoch + 1, value);
-        }
-        metrics.push(
-            &settings.series,
-            epoch + 1,
-            "train_loss",
-            total / batches.len() as f64,
-        );
-        store.eval();
-        last = no_grad(&mut evaluate)?;
-        for (name, v) in &last {
-            metrics.push(&settings.series, epoch + 1, name, *v);
+    plan.schedule = Some(settings.schedule.clone());
+    let base_lr = optimizer.lr();
+    let mut task = Supervised {
+        store,
+        optimizer,
+        base_lr,
+        loss_fn,
+        evaluate,
+    };
+    let out = train(&plan, &mut task, &mut Rng::new(settings.seed), metrics)?;
+    let mut last = out.last.map(|e| e.metrics).unwrap_or_default();
+    last.push(("seconds".into(), out.seconds));
+    Ok(last)
+}
+
+/// [`fit`]'s task: one optimiser stepped on a loss closure.
+struct Supervised<'a, L, E> {
+    store: &'a ParamStore<f32>,
+    optimizer: &'a mut dyn Optimizer<f32>,
+    base_lr: f64,
+    loss_fn: L,
+    evaluate: E,
+}
+
+impl<L, E> Task for Supervised<'_, L, E>
+where
+    L: Fn(&[usize]) -> Result<Var<f32>>,
+    E: FnMut() -> Result<Vec<(String, f64)>>,
+{
+    fn set_lr_factor(&mut self, factor: f64) -> Result<()> {
+        self.optimizer.set_lr(self.base_lr * factor)
+    }
+
+    fn step(&mut self, batch: &[usize]) -> Result<f64> {
+        let loss_fn = &self.loss_fn;
+        self.optimizer.step_closure(&|| loss_fn(batch))
+    }
+
+    fn evaluate(&mut self) -> Result<Vec<(String, f64)>> {
+        (self.evaluate)()
+    }
+
+    fn set_training(&self, on: bool) {
+        if on {
+            self.store.train()
+        } else {
+            self.store.eval()
         }
     }
-    store.train();
-    last.push(("seconds".into(), progress.elapsed()));
-    Ok(last)
 }

@@ -1,0 +1,18 @@
+//! Training: the one loop every experiment runs through ([`trainer`]), where its
+//! batches come from ([`batches`]), the update rules an arm can use as one type
+//! ([`training`], named in [`method`]), the spread of LLQR's preconditioner
+//! ([`spread`]), and the supervised shortcut over all of them ([`fit`]).
+
+pub mod batches;
+pub mod fit;
+pub mod method;
+pub mod spread;
+pub mod trainer;
+pub mod training;
+
+pub use batches::Batches;
+pub use fit::{batch_x, fit, FitSettings, OptimizerKind};
+pub use method::{preconditioning_batch, Hyper, Method};
+pub use spread::Spread;
+pub use trainer::{train, Budget, Cadence, Evaluation, Flow, NonFinite, Outcome, Plan, Task};
+pub use training::{Batch, Preconditioning, Recorded, Rule, Targets, Training};
