@@ -631,6 +631,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                     better: Better::Lower,
                     method: (Method::Proximal(backbone).label(), m),
                     baseline: (baseline.label(), b),
+                    paired: true,
                 });
             }
         }

@@ -563,6 +563,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                 better: Better::Higher,
                 method: (name.clone(), mine.clone()),
                 baseline: (other.clone(), theirs.clone()),
+                paired: true,
             });
         }
     }

@@ -68,6 +68,10 @@ pub struct Evidence {
     pub method: (String, Vec<f64>),
     /// The baseline's arm and its values over seeds.
     pub baseline: (String, Vec<f64>),
+    /// The values are paired: entry k of both lists came from the same seed, which
+    /// gave both arms the same data order, augmentation and label-noise draw. The
+    /// test is then on the per-seed differences.
+    pub paired: bool,
 }
 
 /// The outcome of one comparison under [`Evidence::verdict`]'s rule.
@@ -105,23 +109,34 @@ fn moments(v: &[f64]) -> (f64, f64) {
 }
 
 /// The rule, as the summary states it.
-pub const RULE: &str = "t = (difference of the means, signed so that > 0 favours the method) / √(s²_method/n + s²_baseline/n) over seeds (Welch); holds if t ≥ 2, does not hold if t ≤ −2, cannot tell otherwise or with fewer than 2 seeds";
+pub const RULE: &str = "over paired seeds, t = mean of the per-seed differences (signed so that > 0 favours the method) / (their standard deviation / √n); over unpaired ones, t = (difference of the means) / √(s²_method/n + s²_baseline/n) (Welch); holds if t ≥ 2, does not hold if t ≤ −2, cannot tell otherwise or with fewer than 2 seeds";
 
 impl Evidence {
-    /// Welch's statistic, signed so that positive favours the method; `None` with
-    /// fewer than two seeds on either side or with non-finite values. Two arms
-    /// without spread give ±∞ when their means differ, 0 when they tie.
+    /// The paired t of the per-seed differences when [`Evidence::paired`] (and
+    /// both sides have as many seeds), else Welch's statistic; signed so that
+    /// positive favours the method; `None` with fewer than two seeds on either side
+    /// or with non-finite values. Differences (or arms) without spread give ±∞ when
+    /// the means differ, 0 when they tie.
     pub fn t(&self) -> Option<f64> {
         let (m, b) = (&self.method.1, &self.baseline.1);
         if m.len() < 2 || b.len() < 2 || m.iter().chain(b).any(|v| !v.is_finite()) {
             return None;
         }
-        let ((mm, vm), (mb, vb)) = (moments(m), moments(b));
-        let diff = match self.better {
-            Better::Lower => mb - mm,
-            Better::Higher => mm - mb,
+        let sign = match self.better {
+            Better::Lower => -1.0,
+            Better::Higher => 1.0,
         };
-        let se = (vm / m.len() as f64 + vb / b.len() as f64).sqrt();
+        let (diff, se) = if self.paired && m.len() == b.len() {
+            let d: Vec<f64> = m.iter().zip(b).map(|(x, y)| sign * (x - y)).collect();
+            let (mean, var) = moments(&d);
+            (mean, (var / d.len() as f64).sqrt())
+        } else {
+            let ((mm, vm), (mb, vb)) = (moments(m), moments(b));
+            (
+                sign * (mm - mb),
+                (vm / m.len() as f64 + vb / b.len() as f64).sqrt(),
+            )
+        };
         Some(if se > 0.0 {
             diff / se
         } else if diff == 0.0 {
@@ -247,7 +262,40 @@ mod tests {
             better,
             method: ("a".into(), m.to_vec()),
             baseline: ("b".into(), b.to_vec()),
+            paired: false,
         }
+    }
+
+    /// A seed effect shared by both arms hides a constant gain from Welch's test
+    /// and not from the paired one, whose statistic is the mean of the per-seed
+    /// differences over their standard error.
+    #[test]
+    fn paired_seeds_test_the_per_seed_differences() {
+        let base = [1.0, 3.0, 5.0, 7.0];
+        let method = [0.9, 2.8, 4.9, 6.8];
+        let welch = ev(Better::Lower, &method, &base);
+        assert!(matches!(welch.verdict(), Verdict::CannotTell(_)));
+        let paired = Evidence {
+            paired: true,
+            ..welch.clone()
+        };
+        // Differences 0.1, 0.2, 0.1, 0.2: mean 0.15, sd 0.0577, se 0.0289, t = 5.196.
+        let t = paired.t().unwrap();
+        let sd = (0.01f64 / 3.0).sqrt();
+        assert!((t - 0.15 / (sd / 2.0)).abs() < 1e-9, "{t}");
+        assert_eq!(paired.verdict(), Verdict::Holds);
+        // Higher-is-better flips the sign.
+        let flipped = Evidence {
+            better: Better::Higher,
+            ..paired.clone()
+        };
+        assert_eq!(flipped.verdict(), Verdict::DoesNotHold);
+        // Unequal lengths cannot be paired: Welch's test applies.
+        let uneven = Evidence {
+            method: ("a".into(), method[..3].to_vec()),
+            ..paired
+        };
+        assert!(matches!(uneven.verdict(), Verdict::CannotTell(_)));
     }
 
     #[test]

@@ -592,6 +592,7 @@ pub fn sweep(
                     },
                     method: (Method::Proximal.name().into(), results[p][0].clone()),
                     baseline: (m.name().into(), results[mi][0].clone()),
+                    paired: true,
                 });
             }
         }

@@ -400,6 +400,7 @@ pub fn lift_evidence(
             better: Better::Lower,
             method: (Strategy::Lift.name().into(), lift.clone()),
             baseline: (s.name().into(), values.clone()),
+            paired: true,
         })
         .collect()
 }

@@ -541,6 +541,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                     better: Better::Higher,
                     method: (llqr.name(), mine[k].clone()),
                     baseline: (baseline.name(), theirs[k].clone()),
+                    paired: true,
                 });
             }
         }
