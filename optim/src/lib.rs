@@ -24,6 +24,7 @@
 
 pub mod adam;
 pub mod closed_form;
+mod closure;
 pub mod lift;
 pub mod llqr;
 pub mod optimizer;

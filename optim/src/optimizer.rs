@@ -51,7 +51,7 @@ pub trait Optimizer<T: Element> {
     /// perturbed point, so [`Optimizer::step`] alone cannot drive them). A loss that
     /// is not finite is an error and nothing changes.
     fn step_closure(&mut self, loss: &dyn Fn() -> Result<Var<T>>) -> Result<f64> {
-        let (value, grads) = crate::sam::gradients(self.params(), loss)?;
+        let (value, grads) = crate::closure::gradients(self.params(), loss)?;
         self.step(&grads)?;
         Ok(value)
     }

@@ -2,11 +2,12 @@
 //! Fisher-SAM as the LLQR authors code it: take the gradient at a perturbed point
 //! θ + ε on the same batch and let a base optimiser step with it from θ.
 
+use crate::closure::{gradients, perturb, restore};
 use crate::optimizer::{
     buffer_state, check_range, join_state, load_buffers, reject_unknown_buffers, split_state,
     Optimizer, OptimizerState,
 };
-use autograd::{backward, Var};
+use autograd::Var;
 use nn::{Param, ParamGrads};
 use tensor::{Element, Error, Result, Tensor};
 
@@ -40,36 +41,6 @@ pub struct Sam<T: Element> {
     rho: f64,
     variant: SamVariant,
     ema: Option<Vec<Tensor<T>>>,
-}
-
-/// Gradients of `loss()` at the parameters' current values.
-pub(crate) fn gradients<T: Element>(
-    params: &[Param<T>],
-    loss: &dyn Fn() -> Result<Var<T>>,
-) -> Result<(f64, ParamGrads<T>)> {
-    let l = loss()?;
-    let v = l.item()?.as_f64();
-    if !v.is_finite() {
-        return Err(Error::non_finite("gradients", format!("the loss is {v}")));
-    }
-    Ok((v, ParamGrads::collect(params, &backward(&l)?)))
-}
-
-/// Moves every parameter by `eps` (θ ← θ + ε) and returns the previous values.
-pub(crate) fn perturb<T: Element>(
-    params: &[Param<T>],
-    eps: &[Tensor<T>],
-) -> Result<Vec<Tensor<T>>> {
-    let saved: Vec<Tensor<T>> = params.iter().map(|p| p.value()).collect();
-    for (p, e) in params.iter().zip(eps) {
-        p.set(p.value().add(e)?)?;
-    }
-    Ok(saved)
-}
-
-/// Restores values saved by [`perturb`] exactly.
-pub(crate) fn restore<T: Element>(params: &[Param<T>], saved: Vec<Tensor<T>>) -> Result<()> {
-    params.iter().zip(saved).try_for_each(|(p, v)| p.set(v))
 }
 
 /// The Euclidean norm of a list of tensors.

@@ -10,11 +10,11 @@
 
 use super::curvature::{BatchScale, CurvatureProducts, Geometry};
 use super::preconditioner::{Gvp, InnerSolve, InnerTrace, Preconditioner, Structure};
+use crate::closure::{gradients, perturb, restore};
 use crate::optimizer::{
     buffer_state, check_lr, check_range, join_state, load_buffers, split_state, Optimizer,
     OptimizerState,
 };
-use crate::sam::{gradients, perturb, restore};
 use crate::sgd::{Sgd, SgdConfig};
 use autograd::Var;
 use nn::{Param, ParamGrads};
