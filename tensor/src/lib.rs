@@ -45,6 +45,7 @@ pub mod storage;
 #[cfg(feature = "proptest")]
 pub mod strategies;
 mod tensor;
+mod threads;
 mod view;
 
 pub use element::{DType, Element};

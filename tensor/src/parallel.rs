@@ -9,6 +9,8 @@
 //! steps (a blocked factorisation) can run in [`with_team`] instead, whose threads
 //! stay awake between its loops.
 
+pub use crate::threads::threads;
+
 /// Elements per chunk of element-wise and reduction work.
 pub const CHUNK: usize = 1 << 14;
 
@@ -124,18 +126,6 @@ pub fn in_team() -> bool {
     #[cfg(not(feature = "parallel"))]
     {
         false
-    }
-}
-
-/// The number of threads kernels may use (1 without the `parallel` feature).
-pub fn threads() -> usize {
-    #[cfg(feature = "parallel")]
-    {
-        rayon::current_num_threads()
-    }
-    #[cfg(not(feature = "parallel"))]
-    {
-        1
     }
 }
 

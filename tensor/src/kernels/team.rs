@@ -145,7 +145,7 @@ thread_local! {
 /// its parallel loops run on the team (see the module). On one thread, or inside
 /// another team's region or task, it is just `f()`.
 pub fn with_team<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    let helpers = crate::parallel::threads().saturating_sub(1);
+    let helpers = crate::threads::threads().saturating_sub(1);
     if helpers == 0 || team_active() || in_task() {
         return f();
     }
