@@ -8,8 +8,8 @@
 //! weight gradient reads its patches in place where [`direct`] can.
 
 use super::direct;
+use super::operand::block;
 use super::patches::{col2im, taps, Padded, Patches, PatchesT};
-use super::per_image::block;
 use super::{Geometry, PAR_CONV_WORK};
 use crate::element::Element;
 use crate::kernels::gemm;

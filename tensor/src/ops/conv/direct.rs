@@ -17,8 +17,8 @@
 //! twin, so every element is the same chain as through the packed path: the same
 //! bits.
 
+use super::operand::block;
 use super::patches::Padded;
-use super::per_image::block;
 use super::Geometry;
 use crate::element::Element;
 use crate::kernels::gemm::{depth_blocks, GatherKernel, Offsets, PanelSource, RowKernel};

@@ -28,6 +28,7 @@
 
 mod chunked;
 mod direct;
+mod operand;
 mod patches;
 mod per_image;
 mod pool;

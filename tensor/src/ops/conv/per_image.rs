@@ -8,37 +8,13 @@
 //! groups in order, so every result is the same bits whatever the thread count.
 
 use super::direct;
+use super::operand::block;
 use super::patches::{col2im, taps, Padded, Patches, PatchesT};
 use super::{Geometry, WEIGHT_GRAD_GROUPS};
 use crate::element::Element;
-use crate::kernels::gemm::{self, Strided};
+use crate::kernels::gemm;
 use crate::parallel;
 use crate::storage::{self, Scratch};
-
-/// The row-major `[rows, cols]` block at `offset` of `data` as a GEMM operand whose
-/// depth runs along its rows (`rows` deep, `cols` wide) or, `transposed`, along its
-/// columns.
-pub(super) fn block<T>(
-    data: &[T],
-    offset: usize,
-    rows: usize,
-    cols: usize,
-    transposed: bool,
-) -> Strided<'_, T> {
-    let (depth, width, depth_stride, width_stride) = if transposed {
-        (cols, rows, 1, cols as isize)
-    } else {
-        (rows, cols, cols as isize, 1)
-    };
-    Strided {
-        data,
-        offset,
-        depth,
-        width,
-        depth_stride,
-        width_stride,
-    }
-}
 
 /// `y = conv(x, w) + b` into `out` (`[N, C_out, P]`): the bias (one per output
 /// channel, if any) is added to each image's output while it is still in cache.
