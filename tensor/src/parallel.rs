@@ -101,10 +101,10 @@ pub fn join<A: Send, B: Send>(
 /// Runs `f` with the other threads kept awake until it returns: the parallel loops
 /// of this module (and [`join`]) that `f` runs on its own thread go to them rather
 /// than to rayon's pool. For a region of many parallel steps too short to pay for
-/// waking rayon's sleeping workers each time (a blocked factorisation's). The helpers spin while `f` works
-/// alone, so a region should be short. Results are the same bits as without it.
-/// (A training step gains nothing from one: an MLP step at two threads took
-/// 4.94–5.08 ms in a team and 5.04–5.26 without, its workers already awake.)
+/// waking rayon's sleeping workers each time (a blocked factorisation's). The
+/// helpers spin while `f` works alone, so a region should be short. Results are the
+/// same bits as without it. (A training step gains nothing from one: its workers
+/// are already awake.)
 pub fn with_team<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     #[cfg(feature = "parallel")]
     {

@@ -2,17 +2,17 @@
 //!
 //! A training step allocates and frees the same large buffers every iteration.
 //! Fresh large allocations come from the operating system as untouched pages, and
-//! the first write to each page faults: in an MLP training step that was a fifth of
-//! the time. Buffers of at least `POOL_MIN_BYTES` are therefore returned to a pool
-//! when their tensor is dropped and handed out again, refilled, for the next request
-//! of the same length. The pool holds at most `pool_limit()` bytes (1 GiB by
-//! default, a ResNet-18 step's worth at batch 32: that step frees about 0.9 GiB of
-//! activations and gradients, and with a 256 MiB pool the rest came back from the
-//! allocator, memset, every step — 13 % of the step; `set_pool_limit(0)` turns
-//! it off). Smaller f32 and f64 buffers, from 256 bytes, are kept by the thread that
-//! frees them in a short list of its own (`SMALL_PER_THREAD`), so small ops and
-//! per-call scratch skip the allocator and its zeroing. Recycled buffers are always fully
-//! overwritten before use, so results never depend on the pool.
+//! the first write to each page faults. Buffers of at least `POOL_MIN_BYTES` are
+//! therefore returned to a pool when their tensor is dropped and handed out again,
+//! refilled, for the next request of the same length. The pool holds at most
+//! `pool_limit()` bytes (1 GiB by default, a ResNet-18 step's worth at batch 32:
+//! that step frees about 0.9 GiB of activations and gradients, and with a smaller
+//! pool the rest would come back from the allocator, memset, every step;
+//! `set_pool_limit(0)` turns it off). Smaller f32 and f64 buffers, from 256 bytes,
+//! are kept by the thread that frees them in a short list of its own
+//! (`SMALL_PER_THREAD`), so small ops and per-call scratch skip the allocator and
+//! its zeroing. Recycled buffers are always fully overwritten before use, so
+//! results never depend on the pool.
 
 use std::any::{Any, TypeId};
 use std::cell::RefCell;
@@ -27,7 +27,7 @@ const POOL_MIN_BYTES: usize = 64 * 1024;
 /// `pool_limit()`): a training step holds many activations of one shape at once (a
 /// small conv net's step, a dozen 8 MiB buffers of one length), and with room for
 /// only four the rest went back to the allocator and came back as fresh pages or a
-/// memset every step (a sixth of that step's time).
+/// memset every step.
 const POOL_PER_SIZE: usize = 32;
 
 static LIMIT: AtomicUsize = AtomicUsize::new(1 << 30);

@@ -3,9 +3,8 @@
 //! whose prime factors are at most `MAX_RADIX`, Bluestein's chirp-z for the rest;
 //! in `f32`, 64 points are one codelet in registers (`kernels::fft64`), and 1024,
 //! 2048 and 4096 two passes of 32- or 64-point column transforms
-//! (`kernels::four_step`; alternated runs on a 2.0 GHz Xeon, one thread: 4096 in
-//! 10.2–11.2 µs against 12.7–20.1 by six radix-4 Stockham passes and rustfft's
-//! 10.3–11.7, 1024 in 1.62–1.77 µs against 1.58–2.42, median 2.12).
+//! (`kernels::four_step`), where radix-4 Stockham makes five or six passes through
+//! memory.
 //!
 //! Each Stockham stage reads one buffer and writes the other in natural order (no
 //! bit reversal). A stage combines `radix` sub-sequences of sub-transforms of length
@@ -14,8 +13,7 @@
 //! groups, with per-stage twiddle tables so that every load is contiguous. The loops
 //! are plain Rust, vectorised by the compiler for the baseline target (SSE2 on
 //! x86-64): `Plan::forward` is not inlined into `kernels::simd_scope`, and forcing it
-//! in ran slower (n = 4096: 19.1 µs against 16.8), the s = 4 stage's loops being
-//! shorter than eight lanes.
+//! in ran slower, the s = 4 stage's loops being shorter than eight lanes.
 
 use crate::element::Element;
 use crate::kernels::fft64::Fft64;

@@ -3,13 +3,11 @@
 //! share at a time, so that memory is read and written under the computation
 //! instead of in phases of their own.
 //!
-//! Measured on a 2-core Zen 3 VM (one thread, a batch of 1024 complex FFTs of 1024
-//! points, the variants alternated in one process, medians): 2.3 ms with no hints,
-//! 2.0 ms with the next input row asked for during the four-step's passes, 1.8 ms
-//! with the next output row as well. A burst of the whole 8 KiB row before the
-//! transform gained nothing (the core stalled on its miss buffers instead), so the
-//! hints are spread over the kernel's steps ([`Ahead::part`]). A write-intent
-//! prefetch of the output measured the same as a plain one.
+//! Asking for the next input row during the four-step's passes, and for the next
+//! output row as well, each made a batch of transforms faster. A burst of the whole
+//! row before the transform gained nothing (the core stalled on its miss buffers
+//! instead), so the hints are spread over the kernel's steps ([`Ahead::part`]). A
+//! write-intent prefetch of the output gained nothing over a plain one.
 
 /// Two regions — the next input and the next output — to ask the cache for, by
 /// shares, during the current row's work. A hint only: addresses are never

@@ -1,9 +1,9 @@
 //! The 64-point transform as one codelet in registers: the points as an 8 × 8
 //! array (x_{8a + b} in row a, lane b), an 8-point transform down the rows (lane by
 //! lane), the twiddles W₆₄^{b·k}, a transpose, and an 8-point transform down the
-//! rows again, whose row k₂ holds X_{k + 8·k₂} in lane k, in natural order. Through
-//! the Stockham stages (three radix-4 passes through memory, and a copy back after
-//! the odd one) the transform took 1.7 times as long as rustfft's.
+//! rows again, whose row k₂ holds X_{k + 8·k₂} in lane k, in natural order: no
+//! passes through memory, where the Stockham stages make three radix-4 passes and a
+//! copy back after the odd one.
 //!
 //! The algorithm is written once over `Lanes` (eight values, added, subtracted
 //! and multiplied lane by lane, unfused), so the AVX2 path of `f32` (`__m256`) and

@@ -16,10 +16,6 @@
 //! The first pass may read x as interleaved (re, im) pairs, the layout of a complex
 //! tensor, and the second write X so ([`FourStep::run_moved`]): the split and the
 //! join are then shuffles inside the passes, not passes of their own over the row.
-//! Measured on a Zen 3 VM, the two alternated in one process (medians): a batch of
-//! 64 complex rows of 1024 points 0.112 → 0.100 ms at one thread, of 1024 rows
-//! 2.49 → 2.40 ms at one thread and 1.22 → 1.12 ms at two, the real transform of
-//! 512 rows of 2048 points 1.77 → 1.70 ms.
 //!
 //! Written once over a `Vector` trait, so the AVX2 path of `f32` (`__m256`) and the
 //! portable path (`[T; 8]`) perform the same operations and give the same bits.
@@ -221,9 +217,8 @@ fn columns<T: Copy, L: Vector<T>, const R: usize, const S: usize>(
 
 /// The four-step transform of (re, im) in place, through the scratch (sr, si):
 /// N₁ = 8·R1 rows of N₂ = 8·R2. Its two blocks of vectors on the stack hold
-/// S = 8·max(R1, R2) each, all that the passes use: zeroing two blocks of 64 for
-/// every row of 1024 points, which uses 32, took 1–6 % of a batch's time (measured
-/// on a Zen 3 VM, one thread, the two sizes alternated in one process).
+/// S = 8·max(R1, R2) each, all that the passes use, so that a row of 1024 points
+/// (which uses 32) does not zero two blocks of 64.
 #[inline(always)]
 fn four_step<T: Copy, L: Vector<T>, const R1: usize, const R2: usize, const S: usize>(
     plan: &FourStep<T>,

@@ -2,8 +2,8 @@
 //! scaled: the FFT works on split arrays, tensors hold complex numbers as pairs, so
 //! every transformed row crosses both ways (except through the four-step lengths,
 //! whose passes read and write pairs themselves: `four_step::Input`, `Output`,
-//! with the same operations as here). As plain loops the two passes took as
-//! long as a 1024-point transform; here they are AVX2 shuffles. Each value is moved,
+//! with the same operations as here). They are AVX2 shuffles: as plain loops the
+//! two passes were slow beside the transform itself. Each value is moved,
 //! or multiplied once by its scale, on every path, so all paths give the same bits.
 
 use super::gemm::Scalar;

@@ -1,8 +1,7 @@
 //! A team of threads that stay awake through a region of many short parallel
 //! steps, as an OpenMP parallel region's threads do: rayon's workers go to sleep
-//! between parallel loops, and waking one costs about as much as a blocked
-//! Cholesky's whole step at n = 512 (a join of two 50 µs tasks took 63 µs with the
-//! workers hot and 114–118 µs after 500 µs of serial work, on a 2-core VM).
+//! between parallel loops, and waking one can cost as much as a whole step of a
+//! blocked factorisation.
 //!
 //! Inside [`with_team`], the calling thread's parallel loops (every loop of
 //! [`crate::parallel`], and its `join`) hand their tasks to helpers that spin

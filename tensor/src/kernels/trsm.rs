@@ -133,15 +133,11 @@ fn solve_block<T: Scalar + num_traits::Float>(
 /// and their `$rows × $vecs` accumulators are independent chains in flight for the
 /// multiply-add's latency; they must fit in the registers with the solved row's
 /// `$vecs` vectors and a broadcast. With AVX-512 (32 registers), 4 × 4: one row at a
-/// time (four chains) a 64 × 256 `f64` solve took 45–49 µs against 29–33 with four
-/// on a Xeon. With AVX2 (16 registers) 4 × 4 spilled its accumulators to the stack
-/// on every multiply-add: on a Zen 3 VM a 64 × 256 `f64` solve took 68–114 µs
-/// (5–8 GMA/s, a third of the multiply-add peak or less), against 30–38 µs with
-/// 4 rows × 2 vectors (8 accumulators, 2 solved vectors, a broadcast) and 33–116
-/// with 2 × 4 (separate builds alternated); the factorisation at n = 512 then went
-/// from 1.99 to 1.73 ms on one thread (medians, alternated in one process). The
-/// shape changes only which columns are solved together: each column's operations,
-/// and so its bits, are the same.
+/// time (four chains) was slower. With AVX2 (16 registers) 4 × 4 spills its
+/// accumulators to the stack on every multiply-add, so it is 4 rows × 2 vectors (8
+/// accumulators, 2 solved vectors, a broadcast), which was also faster than 2 × 4.
+/// The shape changes only which columns are solved together: each column's
+/// operations, and so its bits, are the same.
 macro_rules! simd_solve {
     ($name:ident, $feature:literal, $t:ty, $lanes:literal, $rows:expr, $vecs:expr,
      $load:ident, $store:ident, $set:ident, $mul:ident, $fnmadd:ident) => {

@@ -39,15 +39,11 @@ const ZERO_ROWS: usize = 32;
 const LEAF: usize = 16;
 /// Multiply-adds of an update or solve below which it stays on one thread, outside a
 /// team's region (a single matrix of order 448 or more runs in one). Set by
-/// measurement on a 2-core machine (the factorisation timed at n = 512, 1024 and
-/// 2048 with thresholds 2²¹ … 2²⁸): below this, the time a second core
-/// saved was less than what the parallel region cost — waking the workers, moving
-/// the block between the cores' caches, and the idle workers' spinning against the
-/// calling thread's serial work that follows (at n = 512 a parallel trailing update
-/// took 0.26–0.77 ms against 0.31 ms on one thread, and the serial steps after it
-/// ran up to 25 % slower). At 2²⁶ the factorisation at n = 1024 ran slower on two
-/// threads than on one (10.1–10.9 against 9.4–9.7 ms); at 2²⁷ only the top update
-/// of n ≥ 2048 is split (66–68 against 77 ms on one thread).
+/// measurement (see `benches/RESULTS.md`): below this, the time a second core saves
+/// is less than what the parallel region costs — waking the workers, moving the
+/// block between the cores' caches, and the idle workers' spinning against the
+/// calling thread's serial work that follows. At this threshold only the top update
+/// of n ≥ 2048 is split.
 const PAR_WORK: usize = 1 << 27;
 
 /// Multiply-adds of an update or solve from which it is split inside a team's
@@ -183,10 +179,9 @@ fn lower_copy<T: Element>(r: &[T], ld: usize, k0: usize, nb: usize) -> Vec<T> {
 
 /// Upper Cholesky of a small diagonal block by row operations: row j of R is
 /// finished, then subtracted from the rows below it. The rows are sliced to the
-/// block's end so that the loops vectorise, compiled for AVX2 where the CPU has it
-/// (`simd_scope`; no contraction into FMA, so the same bits as the baseline build):
-/// on a Zen 3 VM the 32 leaves of a factorisation of order 512 took 31–34 µs in two
-/// runs against 38–63 in four as scalar loops with a bounds check per element.
+/// block's end so that the loops vectorise (rather than run as scalar loops with a
+/// bounds check per element), compiled for AVX2 where the CPU has it
+/// (`simd_scope`; no contraction into FMA, so the same bits as the baseline build).
 fn factor_leaf<T: Element>(
     r: &mut [T],
     n: usize,
@@ -229,11 +224,9 @@ fn factor_leaf<T: Element>(
 /// diagonal is never read. Returns whether the copied triangle is finite, each
 /// band checked right after it is written.
 ///
-/// Square tiles of 32 × 32, as before, read 256 bytes of each of 32 rows 4 KiB
-/// apart at a time: a whole 512 × 512 `f64` matrix transposed so took 520–650 µs
-/// against 285–305 by bands of one line (medians, the two alternated in one
-/// process), and in the factorisation at n = 512 the copy's median went from
-/// 660–740 to 380–510 µs.
+/// Bands of one line rather than square tiles of 32 × 32, which read 256 bytes of
+/// each of 32 rows (4 KiB apart for a 512 × 512 `f64` matrix) at a time, and were
+/// slower.
 fn transpose_lower<T: Element>(a: &[T], n: usize, r: &mut [T], ld: usize) -> bool {
     let band = band_rows::<T>();
     let finite = AtomicBool::new(true);
@@ -266,8 +259,7 @@ fn band_rows<T>() -> usize {
 /// A row stride of at least `n` that is an odd multiple of 8 elements (64 bytes of
 /// `f64`, 32 of `f32`): rows fewer than 64 apart then never lie a multiple of 4 KiB
 /// apart, so the rows a kernel walks together fall in different L1 sets. (Rounding
-/// `n` up to a multiple of 8 and adding 8 gave exactly 4 KiB at n = 504, where the
-/// factorisation took 27 % longer than at n = 512.)
+/// `n` up to a multiple of 8 and adding 8 would give exactly 4 KiB at n = 504.)
 fn row_stride(n: usize) -> usize {
     (n.div_ceil(8) | 1) * 8
 }

@@ -6,7 +6,7 @@
 //!    so the trailing triangle is streamed once per step; each row of it is one call
 //!    of the vector kernel `kernels::rank2_row_update`. This phase runs on one
 //!    thread: splitting its rows moved them between the cores' caches at every step
-//!    and ran slower on two threads than on one (58 ms against 32 ms at n = 512).
+//!    and ran slower on two threads than on one.
 //! 2. The implicit QL algorithm on T (EISPACK's tql2, Wilkinson-like shifts), which
 //!    only records its plane rotations; they are then applied to the identity in
 //!    column panels, the panels in parallel (`kernels::rotate_rows`, which keeps the
@@ -30,7 +30,7 @@ use crate::tensor::Tensor;
 /// Reflectors per compact-WY block of the back-transformation.
 const BLOCK: usize = 64;
 /// Columns per panel when the rotations are applied (a 512-row panel is 128 KB;
-/// 64 columns ran 20 % slower at n = 512, 16 columns 10 % slower).
+/// wider and narrower panels were slower).
 const PANEL: usize = 32;
 /// Tile edge of the transposing copies (two 32×32 tiles of f64 fit in L1).
 const TILE: usize = 32;
@@ -127,8 +127,8 @@ fn update_and_multiply(
 
 /// Rotations recorded before they are applied (24 MB of them): the memory stays
 /// bounded whatever n, and each batch is one parallel pass over the panels. A
-/// 512×512 matrix needs about 240,000 rotations, so one pass (batches of 2¹⁶ made
-/// it 7 % slower).
+/// 512×512 matrix needs about 240,000 rotations, so one pass (smaller batches, so
+/// more passes, were slower).
 const BATCH: usize = 1 << 20;
 
 /// Diagonalises the tridiagonal (d, e) by implicit QL (`e[i]` = T[i+1][i]), leaving

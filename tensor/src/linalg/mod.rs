@@ -109,9 +109,8 @@ pub(crate) fn per_matrix<T: Element, R: Send>(
 /// Multiply-adds below which a factorisation's product stays on the calling
 /// thread. Its products are thin (a panel of 32–64 reflectors against the trailing
 /// matrix) and follow one another with serial work between them, so a split costs
-/// a wake-up and a move of the block between the cores' caches each time: with the
-/// GEMM's own threshold (2²²), QR at n = 512 took 23–25.5 ms on two threads
-/// against 21–21.5 ms with this one (and 19–20.5 ms on one thread).
+/// a wake-up and a move of the block between the cores' caches each time: hence a
+/// threshold above the GEMM's own (2²²).
 const PAR_WORK: usize = 1 << 26;
 
 /// Multiply-adds from which a product is split inside a team's region
@@ -130,11 +129,8 @@ pub(crate) fn in_team_if<R: Send>(single: bool, order: usize, f: impl FnOnce() -
 }
 
 /// The order from which a single matrix's factorisation runs in a team's region.
-/// Measured on a 2-core VM at two threads (medians, with and without the team,
-/// alternated): at n = 256 the team's start (a rayon worker's wake-up) and its
-/// smaller tasks made every factorisation slower (Cholesky 0.50 against 0.40 ms, QR
-/// 6.52 against 5.75, `eigh` 18.3 against 17.1); at 384 Cholesky tied; from 512 all
-/// three were faster (see the README's performance section).
+/// Set by measurement (see `benches/RESULTS.md`): below it, the team's start (a
+/// rayon worker's wake-up) and its smaller tasks cost more than they save.
 const TEAM_MIN_ORDER: usize = 448;
 
 /// `C ← α·A·B + β·C` for the `a.rows × b.cols` matrix C at the start of `c` (row

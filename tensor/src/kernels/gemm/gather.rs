@@ -2,11 +2,11 @@
 //! p is `data[rows[i] + cols[p]]`. A convolution's weight gradient
 //! `dWᵀ = patches · gyᵀ` has the patch matrix as A, and a patch value is the
 //! padded image at `tap[k] + position[p]`: the kernel reads it there, where
-//! packing it would copy every value of the patch matrix once per image (a fifth
-//! of the weight gradient's time), and only gy, nine times smaller at 3×3, is
-//! packed. The kernel is the packed kernel's twin (same tile, same fused chain,
-//! same epilogue): since `fma(a, b, c) = fma(b, a, c)`, the transposed product has
-//! the bits of the untransposed one.
+//! packing it would copy every value of the patch matrix once per image, and only
+//! gy, nine times smaller at 3×3, is packed. The kernel is the packed kernel's
+//! twin (same tile, same fused chain, same epilogue): since
+//! `fma(a, b, c) = fma(b, a, c)`, the transposed product has the bits of the
+//! untransposed one.
 
 use super::rows::Offsets;
 use super::{MicroKernel, Scalar};

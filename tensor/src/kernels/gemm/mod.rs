@@ -218,8 +218,7 @@ pub const PAR_WORK: usize = 1 << 22;
 /// stage a block before packing it, and the FFT's rows. Always inlined, so that `f`
 /// is compiled with its caller's target features: called from the FFT's AVX2 scope
 /// and left out of line, it had compiled the real transform's post-processing loop
-/// to 4-wide SSE (`rfft` at n = 1024: 1.12 → 1.03–1.06 µs, at 4096: 4.17–4.22 →
-/// 3.91–3.98 µs, in one timing loop).
+/// to 4-wide SSE.
 #[inline(always)]
 pub fn with_scratch<T: Scalar, R>(len: usize, f: impl FnOnce(&mut [T]) -> R) -> R {
     let mut buf = Buffer::<T>::new(len);

@@ -4,9 +4,8 @@
 //!
 //! The forward, with unit stride along the width: row r of the patch matrix, at
 //! output positions `(oy, ox..ox+l)`, is the run of the padded image at
-//! `taps[r] + oy·sh·Wp + ox`, which a [`RowKernel`] reads in place (for a 64 → 64
-//! 3×3 convolution on 32×32 images the packing was a sixth of the forward). The
-//! weights are packed once per convolution, as the GEMM packs A.
+//! `taps[r] + oy·sh·Wp + ox`, which a [`RowKernel`] reads in place. The weights
+//! are packed once per convolution, as the GEMM packs A.
 //!
 //! The weight gradient, any geometry up to 256 output channels a group:
 //! `dWᵀ = patches · gyᵀ`, the patch value at
@@ -112,9 +111,7 @@ pub(super) fn gather_kernel<T: Element>(geo: &Geometry) -> Option<GatherKernel<T
 }
 
 /// Output channels a group above which the weight gradient packs its patches: each
-/// packed value then serves that many rows, and reading in place no longer pays
-/// (512 → 512 at 4 × 4, batch 32, one thread: 27.2–27.3 ms packed, 28.0–29.1 in
-/// place; 256 → 256 at 8 × 8: 25.9 → 23.9).
+/// packed value then serves that many rows, and reading in place no longer pays.
 const IN_PLACE_MAX_COUT: usize = 256;
 
 /// A tiles (of MR taps) per block of the weight gradient: a block's A stays in
@@ -203,9 +200,9 @@ pub(super) fn weight_grad_in_place<T: Element>(
 
 /// `dw[(g·C_out/g + co)·K + r] = dw_t[g][r][co]`: the groups' `dWᵀ` blocks (each
 /// `K × C_out/g`) transposed into `dW` (`[C_out, K]`), in 32 × 32 tiles whose
-/// source lines stay in cache (element by element, the strided reads of a
-/// 4608 × 512 gradient took as long as its product); bands of 32 rows of `dW` split
-/// across the threads when large.
+/// source lines stay in cache (element by element, the strided reads of a large
+/// gradient miss the cache); bands of 32 rows of `dW` split across the threads when
+/// large.
 pub(super) fn untranspose<T: Element>(geo: &Geometry, dw_t: &[T], dw: &mut [T]) {
     const TILE: usize = 32;
     let (k, cog) = (geo.k(), geo.cout_g());
