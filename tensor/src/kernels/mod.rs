@@ -241,6 +241,46 @@ fn has_avx512() -> bool {
     }
 }
 
+/// Which family of kernels runs in this process: `"avx512"` when the AVX-512 paths
+/// run, `"avx2"` when the AVX2/FMA paths run (and AVX-512 is absent), otherwise
+/// `"portable"` — always on targets other than x86-64, and whenever the portable
+/// kernels are forced (see [`PORTABLE_ENV`]). It reads the same cached checks as
+/// the dispatch itself, so it names the path the kernels actually take: for
+/// recording beside a benchmark or a run's results.
+pub fn kernel_path() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_avx512() {
+            return "avx512";
+        }
+        if has_avx2_fma() {
+            return "avx2";
+        }
+    }
+    "portable"
+}
+
+/// The SIMD features the kernels can use that this CPU reports, of `"avx512f"`,
+/// `"avx2"` and `"fma"`, in that order (empty on targets other than x86-64). It
+/// describes the CPU alone: unlike [`kernel_path`], it ignores [`PORTABLE_ENV`].
+pub fn cpu_features() -> Vec<&'static str> {
+    #[allow(unused_mut)]
+    let mut features = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            features.push("avx512f");
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            features.push("avx2");
+        }
+        if std::arch::is_x86_feature_detected!("fma") {
+            features.push("fma");
+        }
+    }
+    features
+}
+
 macro_rules! dispatch_f32 {
     ($name:ident, $avx:ident, $portable:ident) => {
         fn $name(x: &[f32], out: &mut [f32]) {
@@ -327,6 +367,33 @@ pub fn simd_scope<R>(f: impl FnOnce() -> R) -> R {
         return unsafe { avx2::scope(f) };
     }
     f()
+}
+
+#[cfg(test)]
+mod path_tests {
+    use super::*;
+
+    #[test]
+    fn kernel_path_names_one_of_the_three_paths() {
+        let path = kernel_path();
+        assert!(
+            ["avx512", "avx2", "portable"].contains(&path),
+            "unexpected kernel path {path:?}"
+        );
+        if portable_forced() {
+            assert_eq!(path, "portable");
+        }
+        // The path agrees with what the CPU reports.
+        let features = cpu_features();
+        match path {
+            "avx512" => assert!(features.contains(&"avx512f")),
+            "avx2" => assert!(features.contains(&"avx2") && features.contains(&"fma")),
+            _ => {}
+        }
+        assert!(features
+            .iter()
+            .all(|f| ["avx512f", "avx2", "fma"].contains(f)));
+    }
 }
 
 #[cfg(all(test, target_arch = "x86_64"))]
