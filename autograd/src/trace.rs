@@ -93,6 +93,9 @@ pub struct Trace {
     pub ops: u64,
     /// Ops over the cap, counted but not kept.
     pub dropped: u64,
+    /// Where the run came from (`key: value`: build, machine, kernel path), written
+    /// as `# key: value` lines after the column names.
+    pub header: Vec<(String, String)>,
 }
 
 struct State {
@@ -317,12 +320,16 @@ fn parse_values(s: &str) -> Option<Vec<f64>> {
 }
 
 impl Trace {
-    /// The trace as CSV: a header, then one line per record (`shape` as 2x3, `hash`
-    /// as 16 hex digits, kept values as hex bit patterns — inputs separated by `|` —
-    /// the call site last), then a `#` line with the op counts.
+    /// The trace as CSV: the column names, the run's [`Trace::header`] as
+    /// `# key: value` lines, then one line per record (`shape` as 2x3, `hash` as 16
+    /// hex digits, kept values as hex bit patterns — inputs separated by `|` — the
+    /// call site last), then a `#` line with the op counts.
     pub fn to_csv(&self) -> String {
         let mut s = String::with_capacity(64 + 100 * self.records.len());
         let _ = writeln!(s, "{HEADER}");
+        for (k, v) in &self.header {
+            let _ = writeln!(s, "# {}: {}", k.replace('\n', " "), v.replace('\n', " "));
+        }
         for r in &self.records {
             let shape: Vec<String> = r.shape.iter().map(|d| d.to_string()).collect();
             let inputs: Vec<String> = r.inputs.iter().map(|v| hex_values(v)).collect();
@@ -371,6 +378,13 @@ impl Trace {
                     ops.parse().map_err(|_| bad("bad op count"))?,
                     dropped.parse().map_err(|_| bad("bad dropped count"))?,
                 ));
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("# ") {
+                let (k, v) = rest
+                    .split_once(": ")
+                    .ok_or_else(|| bad("a '#' line that is neither 'key: value' nor the count"))?;
+                trace.header.push((k.to_string(), v.to_string()));
                 continue;
             }
             let f: Vec<&str> = line.splitn(12, ',').collect();
@@ -438,6 +452,56 @@ impl Trace {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(&what, &e))?;
         Trace::from_csv(&text, &what)
     }
+}
+
+/// Runs `f` with tracing on and writes the trace, headed by `header`, to `path`
+/// (refusing, before anything runs, a path that exists: a trace never overwrites
+/// another), keeping the values of step `values_step` if given. Returns `f`'s
+/// result; the trace is written even when `f` fails, so a failing run can be
+/// audited too.
+pub fn traced<R>(
+    path: &Path,
+    values_step: Option<u64>,
+    header: Vec<(String, String)>,
+    f: impl FnOnce() -> Result<R>,
+) -> Result<R> {
+    if path.exists() {
+        return Err(Error::value(
+            "--trace",
+            format!(
+                "{} exists; a trace never overwrites another",
+                path.display()
+            ),
+        ));
+    }
+    start(TraceConfig {
+        values_step,
+        ..TraceConfig::default()
+    })?;
+    let out = f();
+    let mut recorded = stop().unwrap_or_default();
+    recorded.header = header;
+    recorded.write(path)?;
+    eprintln!(
+        "trace: {} ops ({} kept, {} over the cap) in {}",
+        recorded.ops,
+        recorded.records.len(),
+        recorded.dropped,
+        path.display()
+    );
+    out
+}
+
+/// The header entries two traces both carry with different values ("kernel path:
+/// avx2 vs avx512"), which explain a divergence before any op does.
+pub fn header_differences(a: &Trace, b: &Trace) -> Vec<String> {
+    a.header
+        .iter()
+        .filter_map(|(k, va)| {
+            let (_, vb) = b.header.iter().find(|(kb, _)| kb == k)?;
+            (va != vb).then(|| format!("{k}: {va} vs {vb}"))
+        })
+        .collect()
 }
 
 /// Where two traces part.

@@ -63,6 +63,22 @@ fn identical_runs_give_identical_traces_and_the_csv_round_trips() {
         .iter()
         .zip(&a.records)
         .all(|(p, q)| p.hash == q.hash && p.op == q.op && p.shape == q.shape && p.site == q.site));
+    // The header (where the run came from) round-trips, and differing entries are
+    // named; a run on another kernel path says so before any op does.
+    let mut h = a.clone();
+    h.header = vec![
+        ("kernel path".into(), "avx2".into()),
+        ("commit".into(), "abc: def".into()),
+    ];
+    let back = Trace::from_csv(&h.to_csv(), "test").unwrap();
+    assert_eq!(back.header, h.header);
+    let mut other = back.clone();
+    other.header[0].1 = "avx512".into();
+    assert_eq!(
+        trace::header_differences(&back, &other),
+        vec!["kernel path: avx2 vs avx512".to_string()]
+    );
+    assert!(trace::header_differences(&back, &a).is_empty());
     let cut = a.to_csv().lines().take(4).collect::<Vec<_>>().join("\n");
     assert!(Trace::from_csv(&cut, "cut")
         .unwrap_err()

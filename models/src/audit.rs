@@ -4,48 +4,16 @@
 
 use crate::cli::RunConfig;
 use crate::experiments::{run_experiment, Experiment};
-use autograd::trace::{self, diff, Divergence, Trace, TraceConfig};
+use crate::provenance::run_description;
+use autograd::trace::{diff, header_differences, traced, Divergence, Trace};
 use std::path::Path;
 use tensor::{Error, Result};
 
-/// Runs `f` with tracing on and writes the trace to `path` (refusing, before
-/// anything runs, a path that exists: a trace never overwrites another), keeping
-/// the values of step `values_step` if given. Returns `f`'s result; the trace is
-/// written even when `f` fails, so a failing run can be audited too.
-pub fn traced<R>(
-    path: &Path,
-    values_step: Option<u64>,
-    f: impl FnOnce() -> Result<R>,
-) -> Result<R> {
-    if path.exists() {
-        return Err(Error::value(
-            "--trace",
-            format!(
-                "{} exists; a trace never overwrites another",
-                path.display()
-            ),
-        ));
-    }
-    trace::start(TraceConfig {
-        values_step,
-        ..TraceConfig::default()
-    })?;
-    let out = f();
-    let recorded = trace::stop().unwrap_or_default();
-    recorded.write(path)?;
-    eprintln!(
-        "trace: {} ops ({} kept, {} over the cap) in {}",
-        recorded.ops,
-        recorded.records.len(),
-        recorded.dropped,
-        path.display()
-    );
-    out
-}
-
-/// Compares two trace files.
-pub fn trace_diff(a: &Path, b: &Path) -> Result<Divergence> {
-    Ok(diff(&Trace::read(a)?, &Trace::read(b)?))
+/// Compares two trace files: where they part, and the header entries (build,
+/// machine, kernel path) in which the two runs differ.
+pub fn trace_diff(a: &Path, b: &Path) -> Result<(Divergence, Vec<String>)> {
+    let (a, b) = (Trace::read(a)?, Trace::read(b)?);
+    Ok((diff(&a, &b), header_differences(&a, &b)))
 }
 
 /// Runs `e`'s quick setting once per thread count in `threads`, each in its own
@@ -83,7 +51,12 @@ pub fn determinism_check(
         let mut run = quick.clone();
         run.trace = None;
         run.out = dir.path.join(format!("{n}threads"));
-        pool.install(|| traced(&path, cfg.trace_values_step, || run_experiment(e, &run)))?;
+        let header = run_description(e.name, e.options, &run);
+        pool.install(|| {
+            traced(&path, cfg.trace_values_step, header, || {
+                run_experiment(e, &run)
+            })
+        })?;
         traces.push((n, Trace::read(&path)?));
     }
     let (_, first) = &traces[0];

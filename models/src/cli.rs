@@ -295,8 +295,9 @@ impl RunConfig {
     }
 }
 
-/// `YYYYMMDD-HHMMSS` in UTC (for directory names only; never used as a seed).
-fn utc_stamp() -> String {
+/// `YYYYMMDD-HHMMSS` in UTC (for folder names and manifests; never used as a
+/// seed).
+pub fn utc_stamp() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())

@@ -9,6 +9,7 @@ const COMMON: &str = "common options: --seed N  --seeds N  --threads N  --quick 
 fn usage() -> String {
     let commands = [
         ("list", "this list"),
+        ("--version", "the version, git commit, compiler, target and kernel path"),
         ("demo", "the quick setting of every demo experiment"),
         ("trace-diff A B", "the first op where two audit traces part"),
         (
@@ -75,7 +76,10 @@ fn trace_diff(args: &[String]) -> tensor::Result<bool> {
             "usage: models trace-diff A.csv B.csv",
         ));
     };
-    let d = models::audit::trace_diff(a.as_ref(), b.as_ref())?;
+    let (d, differences) = models::audit::trace_diff(a.as_ref(), b.as_ref())?;
+    for note in differences {
+        println!("note: the runs differ in {note}");
+    }
     println!("{d}");
     Ok(matches!(d, autograd::trace::Divergence::Identical { .. }))
 }
@@ -131,6 +135,13 @@ fn merge(args: &[String]) -> tensor::Result<()> {
 fn run(args: &[String]) -> tensor::Result<()> {
     let name = args.first().map(String::as_str).unwrap_or("list");
     let rest = &args[args.len().min(1)..];
+    if matches!(name, "--version" | "-V") {
+        println!(
+            "{}",
+            models::provenance::Provenance::current().version_line()
+        );
+        return Ok(());
+    }
     let verdict = match name {
         "trace-diff" => Some(trace_diff(rest)?),
         "determinism-check" => Some(determinism_check(rest)?),

@@ -145,12 +145,47 @@ fn a_traced_run_and_the_determinism_check_end_to_end() {
     other.trace = Some(c.clone());
     models::experiments::run_experiment(&exp, &other).unwrap();
     assert!(
-        matches!(models::audit::trace_diff(&a, &b).unwrap(), Divergence::Identical { records } if records > 1000)
+        matches!(models::audit::trace_diff(&a, &b).unwrap().0, Divergence::Identical { records } if records > 1000)
     );
-    assert!(matches!(
-        models::audit::trace_diff(&a, &c).unwrap(),
-        Divergence::Values { .. }
-    ));
+    let (d, header) = models::audit::trace_diff(&a, &c).unwrap();
+    assert!(matches!(d, Divergence::Values { .. }));
+    // The header says where each run came from; only the command line differs.
+    let t = autograd::trace::Trace::read(&a).unwrap();
+    let entry = |k: &str| {
+        t.header
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(entry("experiment").as_deref(), Some("diabetes"));
+    assert_eq!(entry("--epochs").as_deref(), Some("2"));
+    let path = entry("kernel path").unwrap();
+    assert!(
+        ["avx512", "avx2", "portable"].contains(&path.as_str()),
+        "{path}"
+    );
+    assert!(entry("commit").is_some() && entry("rustc").is_some());
+    assert_eq!(header, vec!["seed: 0 vs 1".to_string()], "{header:?}");
+    // Every run folder holds its manifest.
+    let runs: Vec<_> = std::fs::read_dir(out.join("diabetes"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 3);
+    for run in &runs {
+        let m = std::fs::read_to_string(run.join("manifest.txt")).unwrap();
+        for line in ["experiment: diabetes", "--epochs: 2", "outcome: completed"] {
+            assert!(m.lines().any(|l| l == line), "{line} not in {m}");
+        }
+        for key in [
+            "--batch: default: ",
+            "kernel path: ",
+            "wall time: ",
+            "commit: ",
+        ] {
+            assert!(m.lines().any(|l| l.starts_with(key)), "{key} not in {m}");
+        }
+    }
     // A trace never overwrites another.
     let e = models::experiments::run_experiment(&exp, &cfg)
         .unwrap_err()

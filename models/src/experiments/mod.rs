@@ -12,6 +12,7 @@ pub mod seq2seq;
 pub mod vit;
 
 use crate::cli::RunConfig;
+use crate::provenance::{run_description, Manifest};
 use crate::report::Table;
 use crate::sweep::{self, ShardFile, Sweep};
 use std::path::{Path, PathBuf};
@@ -213,7 +214,10 @@ pub fn run_experiment(e: &Experiment, cfg: &RunConfig) -> Result<Vec<Table>> {
     if let Some(path) = &cfg.trace {
         let mut inner = cfg.clone();
         inner.trace = None;
-        return crate::audit::traced(path, cfg.trace_values_step, || run_experiment(e, &inner));
+        let header = run_description(e.name, e.options, cfg);
+        return autograd::trace::traced(path, cfg.trace_values_step, header, || {
+            run_experiment(e, &inner)
+        });
     }
     if let (Some(dir), false) = (&cfg.data, e.reads_data) {
         return Err(tensor::Error::value(
@@ -242,12 +246,21 @@ pub fn run_experiment(e: &Experiment, cfg: &RunConfig) -> Result<Vec<Table>> {
     if let (Some(shard), None) = (cfg.shard, &cfg.sweep) {
         cfg.sweep = Some(Arc::new(Sweep::shard(shard)));
     }
+    let manifest = Manifest::start();
     let cfg = cfg.prepare_run_dir(e.name)?;
     let out = (e.run)(&cfg).and_then(|tables| finish_sweep(e, &cfg, tables));
-    if out.is_err() {
-        if let Some(dir) = cfg.prepared_dir() {
-            // Succeeds only on an empty folder: partial results are kept.
-            let _ = std::fs::remove_dir(&dir.path);
+    let Some(dir) = cfg.prepared_dir() else {
+        return out;
+    };
+    match &out {
+        Ok(_) => manifest.write(&dir.path, e.name, e.options, &cfg, "completed")?,
+        Err(err) => {
+            // Succeeds only on an empty folder: partial results are kept, with
+            // the manifest saying how the run ended.
+            if std::fs::remove_dir(&dir.path).is_err() {
+                let failed = format!("failed: {err}");
+                manifest.write(&dir.path, e.name, e.options, &cfg, &failed)?;
+            }
         }
     }
     out
