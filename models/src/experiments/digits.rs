@@ -4,7 +4,7 @@
 
 use super::images::{self, ImageSet};
 use crate::cli::RunConfig;
-use crate::data::{builtin, Dataset};
+use crate::data::Dataset;
 use crate::report::{mean_std, Metrics, Table};
 use crate::sweep::field;
 use crate::train::{batch_x, fit, FitSettings, OptimizerKind};
@@ -64,12 +64,6 @@ pub struct Arm {
     pub batch: usize,
     /// Hidden width.
     pub hidden: usize,
-}
-
-/// The fixed split all seeds share (so that seeds vary only initialisation and batch
-/// order): 80 % train, 20 % test.
-pub fn split() -> Result<(Dataset, Dataset)> {
-    builtin::digits()?.split(0.2, &mut Rng::new(1234))
 }
 
 /// Trains one arm with one seed; returns (test accuracy, seconds, the model's store).

@@ -7,7 +7,6 @@
 
 use crate::cli::RunConfig;
 use crate::data::{builtin, idx::load_mnist, Dataset};
-use crate::experiments::digits;
 use tensor::{Error, Result};
 
 /// The option rows every experiment that reads images adds to its `OPTIONS`.
@@ -86,7 +85,7 @@ pub fn load(cfg: &RunConfig, default: ImageSet, sizes: (usize, usize)) -> Result
             (train, test, "MNIST (shipped subset)".to_string())
         }
         (None, ImageSet::Digits) => {
-            let (train, test) = digits::split()?;
+            let (train, test) = crate::data::builtin::digits_split()?;
             (train, test, "UCI digits".to_string())
         }
     };

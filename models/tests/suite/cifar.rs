@@ -11,7 +11,6 @@ use models::data::cifar::IMAGE_BYTES;
 use models::experiments::cifar::data::{load, pad_mnist, upscale_digits};
 use models::experiments::cifar::network::Network;
 use models::experiments::cifar::{run, train_arm, Optimiser, Settings};
-use models::experiments::digits;
 use models::experiments::images::ImageSet;
 use models::report::Metrics;
 use models::train::Hyper;
@@ -49,7 +48,7 @@ fn settings(width: usize, epochs: usize) -> Settings {
 
 #[test]
 fn the_substitute_is_each_digit_pixel_as_a_4x4_block_in_three_channels() {
-    let (train, _) = digits::split().unwrap();
+    let (train, _) = models::data::builtin::digits_split().unwrap();
     let up = upscale_digits(&train).unwrap();
     assert_eq!(up.x.shape(), &[train.len(), 3, 32, 32]);
     let (src, dst) = (train.x.to_vec(), up.x.to_vec());
@@ -96,7 +95,7 @@ fn the_mnist_substitute_is_each_digit_inside_a_two_pixel_border_in_three_channel
             }
         }
     }
-    assert!(pad_mnist(&digits::split().unwrap().0).is_err());
+    assert!(pad_mnist(&models::data::builtin::digits_split().unwrap().0).is_err());
     // Both limits apply, and the labels follow their images.
     let images = load(None, ImageSet::Mnist, (300, 100)).unwrap();
     assert_eq!((images.train.len(), images.test.len()), (300, 100));

@@ -1,7 +1,6 @@
 //! The LLQR+SAM experiment's training loop: it learns, it reports divergence instead
 //! of failing, and its pothole toy reproduces the escape the analysis predicts.
 
-use models::experiments::digits;
 use models::experiments::llqr_sam::classify::{train_arm, Arm, Regime};
 use models::experiments::llqr_sam::network::Model;
 use models::experiments::llqr_sam::pothole::{scalar_run, Pothole};
@@ -25,7 +24,7 @@ fn hyper() -> Hyper {
 
 #[test]
 fn llqr_sam_learns_digits_and_moves_its_preconditioner() {
-    let (train, test) = digits::split().unwrap();
+    let (train, test) = models::data::builtin::digits_split().unwrap();
     let budget = Regime {
         epochs: 8,
         batch: 64,
@@ -56,7 +55,7 @@ fn llqr_sam_learns_digits_and_moves_its_preconditioner() {
 
 #[test]
 fn the_small_cnn_learns_digits_under_llqr_sam() {
-    let (train, test) = digits::split().unwrap();
+    let (train, test) = models::data::builtin::digits_split().unwrap();
     let arm = Arm {
         method: Method::LlqrSam(Geometry::Fisher, PerturbationNorm::Euclidean),
         hyper: hyper(),
@@ -75,7 +74,7 @@ fn the_small_cnn_learns_digits_under_llqr_sam() {
 
 #[test]
 fn a_diverging_arm_is_reported_not_fatal() {
-    let (train, test) = digits::split().unwrap();
+    let (train, test) = models::data::builtin::digits_split().unwrap();
     let arm = Arm {
         method: Method::Sam,
         hyper: Hyper { lr: 1e6, ..hyper() },

@@ -109,7 +109,7 @@ fn options_are_parsed_and_checked() {
 
 #[test]
 fn digits_reaches_95_percent_with_adam_in_the_quick_setting() {
-    let (train, test) = digits::split().unwrap();
+    let (train, test) = models::data::builtin::digits_split().unwrap();
     let arm = Arm {
         optimizer: OptimizerKind::Adam { lr: 1e-3 },
         loss: LossKind::CrossEntropy,
@@ -132,7 +132,7 @@ fn digits_reaches_95_percent_with_adam_in_the_quick_setting() {
 
 #[test]
 fn symmetric_label_noise_flips_the_stated_fraction_to_uniform_other_classes() {
-    let (train, _) = digits::split().unwrap();
+    let (train, _) = models::data::builtin::digits_split().unwrap();
     let (labels, classes) = train.labels().unwrap();
     let n = labels.len() as f64;
     let (noisy, changed) = train.with_label_noise(0.4, &mut Rng::new(3)).unwrap();

@@ -6,7 +6,6 @@
 use crate::data::cifar::{load_cifar_dir, CifarKind};
 use crate::data::dataset::is_spread;
 use crate::data::{Dataset, Targets};
-use crate::experiments::digits;
 use crate::experiments::images::ImageSet;
 use std::path::Path;
 use tensor::{Error, Result, Tensor};
@@ -57,7 +56,7 @@ pub fn load(dir: Option<&Path>, substitute: ImageSet, limits: (usize, usize)) ->
             }
         }
         None => {
-            let (train, test) = digits::split()?;
+            let (train, test) = crate::data::builtin::digits_split()?;
             Images {
                 train: upscale_digits(&train)?,
                 test: upscale_digits(&test)?,
