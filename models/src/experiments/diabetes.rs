@@ -3,7 +3,7 @@
 
 use crate::cli::RunConfig;
 use crate::data::{builtin, Dataset, Standardizer, Targets};
-use crate::report::{mean_std, Metrics, Table};
+use crate::report::{mean_std, Metrics, Plot, Table};
 use crate::sweep::field;
 use crate::train::{batch_x, fit, FitSettings, OptimizerKind};
 use autograd::Var;
@@ -139,19 +139,15 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             mean_std(&secs, 2),
         ]);
     }
-    let dir = cfg.run_dir("diabetes")?;
-    dir.write_metrics(
-        "diabetes: MLP regression",
-        &metrics,
-        &[("train_loss", true), ("test_mse", true)],
-        "epoch",
-    )?;
-    dir.write_model(
+    cfg.run_dir("diabetes")?.finish(
+        "diabetes",
+        Plot::Curves {
+            title: "diabetes: MLP regression",
+            metrics: &metrics,
+            panels: &[("train_loss", true), ("test_mse", true)],
+            x_label: "epoch",
+        },
         model_tensors,
-        vec![("experiment".into(), "diabetes".into())],
-    )?;
-    let tables = vec![table];
-    dir.write_tables(&tables)?;
-    eprintln!("diabetes: results in {}", dir.path.display());
-    Ok(tables)
+        vec![table],
+    )
 }

@@ -5,7 +5,7 @@
 use super::images::{self, ImageSet};
 use crate::cli::RunConfig;
 use crate::data::Dataset;
-use crate::report::{mean_std, Metrics, Table};
+use crate::report::{mean_std, Metrics, Plot, Table};
 use crate::sweep::field;
 use crate::train::{batch_x, fit, FitSettings, OptimizerKind};
 use autograd::Var;
@@ -211,16 +211,15 @@ fn run_on(
             mean_std(&secs, 2),
         ]);
     }
-    let dir = cfg.run_dir(name)?;
-    dir.write_metrics(
-        &format!("{name}: MLP classifier"),
-        &metrics,
-        &[("train_loss", true), ("test_accuracy", false)],
-        "epoch",
-    )?;
-    dir.write_model(model_tensors, vec![("experiment".into(), name.into())])?;
-    let tables = vec![table];
-    dir.write_tables(&tables)?;
-    eprintln!("{name}: results in {}", dir.path.display());
-    Ok(tables)
+    cfg.run_dir(name)?.finish(
+        name,
+        Plot::Curves {
+            title: &format!("{name}: MLP classifier"),
+            metrics: &metrics,
+            panels: &[("train_loss", true), ("test_accuracy", false)],
+            x_label: "epoch",
+        },
+        model_tensors,
+        vec![table],
+    )
 }

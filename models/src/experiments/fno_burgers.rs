@@ -17,7 +17,7 @@ use crate::cli::RunConfig;
 use crate::data::burgers::cache::{load_or_generate, Source};
 use crate::data::burgers::{convergence_check, BurgersConfig};
 use crate::report::evidence::{Better, Claim, Evidence};
-use crate::report::{mean_std, Metrics, Table};
+use crate::report::{mean_std, Metrics, Plot, Table};
 use crate::train::{
     train as train_loop, Batch, Batches, Budget, Cadence, NonFinite, Plan, Task, Training,
 };
@@ -636,16 +636,15 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             }
         }
     }
-    let dir = cfg.run_dir("fno-burgers")?;
-    dir.write_metrics(
+    cfg.run_dir("fno-burgers")?.finish(
         "fno-burgers",
-        &metrics,
-        &[("train_loss", true), ("test_relative_l2", true)],
-        "step",
-    )?;
-    dir.write_model(model, vec![("experiment".into(), "fno-burgers".into())])?;
-    let tables = vec![table, selection];
-    dir.write_tables(&tables)?;
-    eprintln!("fno-burgers: results in {}", dir.path.display());
-    Ok(tables)
+        Plot::Curves {
+            title: "fno-burgers",
+            metrics: &metrics,
+            panels: &[("train_loss", true), ("test_relative_l2", true)],
+            x_label: "step",
+        },
+        model,
+        vec![table, selection],
+    )
 }

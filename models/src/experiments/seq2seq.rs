@@ -7,7 +7,7 @@
 
 use crate::cli::RunConfig;
 use crate::report::evidence::{Better, Claim, Evidence};
-use crate::report::{Metrics, Table};
+use crate::report::{Metrics, Plot, Table};
 use crate::text::bleu::{corpus_bleu, tokenize_13a};
 use crate::text::synthetic;
 use crate::text::vocab::{Vocab, BOS, EOS, PAD};
@@ -567,15 +567,15 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             });
         }
     }
-    let dir = cfg.run_dir("seq2seq")?;
-    dir.write_metrics(
-        "seq2seq: training loss by epoch",
-        &metrics,
-        &[("train_loss", true)],
-        "epoch",
-    )?;
-    let tables = vec![table, examples];
-    dir.write_tables(&tables)?;
-    eprintln!("seq2seq: results in {}", dir.path.display());
-    Ok(tables)
+    cfg.run_dir("seq2seq")?.finish(
+        "seq2seq",
+        Plot::Curves {
+            title: "seq2seq: training loss by epoch",
+            metrics: &metrics,
+            panels: &[("train_loss", true)],
+            x_label: "epoch",
+        },
+        Vec::new(),
+        vec![table, examples],
+    )
 }

@@ -354,6 +354,12 @@ impl RunDir {
         self.write("plot.svg", &svg::render(title, &m.panels(panels, x_label)))
     }
 
+    /// Writes a further figure `name` (an SVG the run drew itself: landscapes,
+    /// distributions) beside plot.svg.
+    pub fn write_figure(&self, name: &str, svg: &str) -> Result<()> {
+        self.write(name, svg)
+    }
+
     /// Writes plot.svg from explicit panels (for plots whose x axis is not a step).
     pub fn write_plot(&self, title: &str, panels: &[svg::Panel]) -> Result<()> {
         self.write("plot.svg", &svg::render(title, panels))
@@ -383,6 +389,58 @@ impl RunDir {
             self.path.join("model.safetensors"),
             &Checkpoint { tensors, metadata },
         )
+    }
+}
+
+/// The plot a run leaves: curves from its metrics, or panels it drew itself.
+pub enum Plot<'a> {
+    /// metrics.csv and the curves of `panels` (metric, whether a loss) against
+    /// `x_label`.
+    Curves {
+        /// The plot's title.
+        title: &'a str,
+        /// The run's curves.
+        metrics: &'a Metrics,
+        /// The metrics to draw, each with whether it is a loss.
+        panels: &'a [(&'a str, bool)],
+        /// The x axis ("epoch", "step").
+        x_label: &'a str,
+    },
+    /// Panels whose x axis is not a step.
+    Panels {
+        /// The plot's title.
+        title: &'a str,
+        /// The panels.
+        panels: &'a [svg::Panel],
+    },
+}
+
+impl RunDir {
+    /// The ending every experiment shares: writes the plot (and metrics.csv), the
+    /// model (when there is one) tagged with `experiment`, and the tables, says
+    /// where they are, and returns the tables.
+    pub fn finish(
+        &self,
+        experiment: &str,
+        plot: Plot<'_>,
+        model: Vec<(String, AnyTensor)>,
+        tables: Vec<Table>,
+    ) -> Result<Vec<Table>> {
+        match plot {
+            Plot::Curves {
+                title,
+                metrics,
+                panels,
+                x_label,
+            } => self.write_metrics(title, metrics, panels, x_label)?,
+            Plot::Panels { title, panels } => self.write_plot(title, panels)?,
+        }
+        if !model.is_empty() {
+            self.write_model(model, vec![("experiment".into(), experiment.into())])?;
+        }
+        self.write_tables(&tables)?;
+        eprintln!("{experiment}: results in {}", self.path.display());
+        Ok(tables)
     }
 }
 

@@ -11,7 +11,7 @@ pub mod network;
 
 use crate::cli::RunConfig;
 use crate::experiments::images::ImageSet;
-use crate::report::{mean_std, Metrics, Table};
+use crate::report::{mean_std, Metrics, Plot, Table};
 use crate::sweep::{CellValue, Fields};
 use crate::train::{
     batch_x, preconditioning_batch, train, Batch, Batches, Budget, Hyper, Method, Plan,
@@ -721,16 +721,15 @@ pub fn run_with(cfg: &RunConfig, defaults: &Defaults) -> Result<Vec<Table>> {
             spread.map_or("—".into(), Spread::cell),
         ]);
     }
-    let dir = cfg.run_dir(name)?;
-    dir.write_metrics(
-        &format!("{name}: training loss and test accuracy by epoch"),
-        &metrics,
-        &[("train_loss", true), ("test_accuracy", false)],
-        "epoch",
-    )?;
-    dir.write_model(model, vec![("experiment".into(), name.into())])?;
-    let tables = vec![table];
-    dir.write_tables(&tables)?;
-    eprintln!("{name}: results in {}", dir.path.display());
-    Ok(tables)
+    cfg.run_dir(name)?.finish(
+        name,
+        Plot::Curves {
+            title: &format!("{name}: training loss and test accuracy by epoch"),
+            metrics: &metrics,
+            panels: &[("train_loss", true), ("test_accuracy", false)],
+            x_label: "epoch",
+        },
+        model,
+        vec![table],
+    )
 }

@@ -7,7 +7,7 @@
 use super::{run_arm, Method, Settings};
 use crate::cli::RunConfig;
 use crate::data::mixture::{gaussian_mixture, Mixture};
-use crate::report::{mean_std, Metrics, Table};
+use crate::report::{mean_std, Metrics, Plot, Table};
 use crate::sweep::field;
 use tensor::{Error, Result, Tensor};
 
@@ -138,19 +138,15 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     for row in rows {
         table.row(row);
     }
-    let dir = cfg.run_dir("closed-form-classes")?;
-    dir.write_metrics(
-        "closed-form-classes: test accuracy by step",
-        &metrics,
-        &[("train_loss", true), ("test_metric", false)],
-        "step",
-    )?;
-    dir.write_model(
+    cfg.run_dir("closed-form-classes")?.finish(
+        "closed-form-classes",
+        Plot::Curves {
+            title: "closed-form-classes: test accuracy by step",
+            metrics: &metrics,
+            panels: &[("train_loss", true), ("test_metric", false)],
+            x_label: "step",
+        },
         model,
-        vec![("experiment".into(), "closed-form-classes".into())],
-    )?;
-    let tables = vec![table];
-    dir.write_tables(&tables)?;
-    eprintln!("closed-form-classes: results in {}", dir.path.display());
-    Ok(tables)
+        vec![table],
+    )
 }

@@ -5,7 +5,7 @@
 use super::{selection_grids, sweep, validation_split, Method, Selection, Settings, Task};
 use crate::cli::RunConfig;
 use crate::experiments::images::{self, ImageSet};
-use crate::report::{Metrics, Table};
+use crate::report::{Metrics, Plot, Table};
 use tensor::{Result, Tensor};
 
 /// Options of this experiment.
@@ -119,21 +119,15 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         &mut metrics,
         &mut model,
     )?;
-    let dir = cfg.run_dir("closed-form-classification")?;
-    dir.write_metrics(
-        "closed-form classification: test accuracy by step",
-        &metrics,
-        &[("train_loss", true), ("test_metric", false)],
-        "step",
-    )?;
-    dir.write_model(
+    cfg.run_dir("closed-form-classification")?.finish(
+        "closed-form-classification",
+        Plot::Curves {
+            title: "closed-form classification: test accuracy by step",
+            metrics: &metrics,
+            panels: &[("train_loss", true), ("test_metric", false)],
+            x_label: "step",
+        },
         model,
-        vec![("experiment".into(), "closed-form-classification".into())],
-    )?;
-    dir.write_tables(&tables)?;
-    eprintln!(
-        "closed-form-classification: results in {}",
-        dir.path.display()
-    );
-    Ok(tables)
+        tables,
+    )
 }

@@ -38,7 +38,7 @@
 
 use crate::cli::RunConfig;
 use crate::data::demand::{self, Demand};
-use crate::report::{mean_std, Metrics, Table};
+use crate::report::{mean_std, Metrics, Plot, Table};
 use crate::train::{train as train_loop, Batches, Budget, Cadence, Plan, Task};
 use autograd::{backward, Var};
 use nn::checkpoint::{AnyTensor, NamedTensors};
@@ -818,15 +818,15 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             &pulls, &batches, samples, rho, epochs, lambda, seeds[0], &test, cfg.quiet,
         )?);
     }
-    let dir = cfg.run_dir("dfiv")?;
-    dir.write_metrics(
-        "dfiv: structural test MSE (no refit) by epoch",
-        &metrics,
-        &[("test_mse", true)],
-        "epoch",
-    )?;
-    dir.write_model(model, vec![("experiment".into(), "dfiv".into())])?;
-    dir.write_tables(&tables)?;
-    eprintln!("dfiv: results in {}", dir.path.display());
-    Ok(tables)
+    cfg.run_dir("dfiv")?.finish(
+        "dfiv",
+        Plot::Curves {
+            title: "dfiv: structural test MSE (no refit) by epoch",
+            metrics: &metrics,
+            panels: &[("test_mse", true)],
+            x_label: "epoch",
+        },
+        model,
+        tables,
+    )
 }

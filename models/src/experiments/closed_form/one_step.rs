@@ -11,7 +11,7 @@
 
 use super::regression::molecule_data;
 use crate::cli::RunConfig;
-use crate::report::{mean_std, svg, Table};
+use crate::report::{mean_std, svg, Plot, Table};
 use autograd::{no_grad, Var};
 use nn::{Activation, Mlp, Module, ParamStore};
 use optim::closed_form::{ridge_solution, SolveForm};
@@ -252,15 +252,15 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             },
         ],
     };
-    let dir = cfg.run_dir("closed-form-one-step")?;
-    dir.write_plot(
-        "closed-form-one-step: one gradient step vs the condition number",
-        &[panel],
-    )?;
-    let tables = vec![table];
-    dir.write_tables(&tables)?;
-    eprintln!("closed-form-one-step: results in {}", dir.path.display());
-    Ok(tables)
+    cfg.run_dir("closed-form-one-step")?.finish(
+        "closed-form-one-step",
+        Plot::Panels {
+            title: "closed-form-one-step: one gradient step vs the condition number",
+            panels: &[panel],
+        },
+        Vec::new(),
+        vec![table],
+    )
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use super::{selection_grids, sweep, validation_split, Method, Selection, Setting
 use crate::cli::RunConfig;
 use crate::data::{molecules, Dataset, Standardizer, Targets};
 use crate::experiments::diabetes;
-use crate::report::{Metrics, Table};
+use crate::report::{Metrics, Plot, Table};
 use tensor::{Error, Result, Rng, Tensor};
 
 /// Options of this experiment.
@@ -166,18 +166,15 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         model.extend(arms.into_iter().map(|(k, v)| (format!("{key}.{k}"), v)));
         tables.extend(found);
     }
-    let dir = cfg.run_dir("closed-form-regression")?;
-    dir.write_metrics(
-        "closed-form regression: test MSE by step",
-        &metrics,
-        &[("train_loss", true), ("test_metric", true)],
-        "step",
-    )?;
-    dir.write_model(
+    cfg.run_dir("closed-form-regression")?.finish(
+        "closed-form-regression",
+        Plot::Curves {
+            title: "closed-form regression: test MSE by step",
+            metrics: &metrics,
+            panels: &[("train_loss", true), ("test_metric", true)],
+            x_label: "step",
+        },
         model,
-        vec![("experiment".into(), "closed-form-regression".into())],
-    )?;
-    dir.write_tables(&tables)?;
-    eprintln!("closed-form-regression: results in {}", dir.path.display());
-    Ok(tables)
+        tables,
+    )
 }

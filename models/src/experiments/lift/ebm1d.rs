@@ -15,7 +15,7 @@ use super::{
 use crate::cli::RunConfig;
 use crate::data::toy::Target1d;
 use crate::report::heatmap::{self, Heatmap};
-use crate::report::{mean_std, Metrics, Table};
+use crate::report::{mean_std, Metrics, Plot, Table};
 use autograd::{no_grad, Var};
 use nn::checkpoint::NamedTensors;
 use optim::lift::{CrossCov, LiftConfig, LiftVariant};
@@ -508,31 +508,6 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             }
         }
     }
-    let dir = cfg.run_dir("lift-ebm-1d")?;
-    dir.write_metrics(
-        "lift-ebm-1d: total variation, NLL and shoulder occupancy over training",
-        &metrics,
-        &[
-            ("tv", true),
-            ("train_loss", false),
-            ("shoulder_occupancy", false),
-            ("sigma2_jac", false),
-            ("shoulder_exits", false),
-        ],
-        "iteration",
-    )?;
-    dir.write_model(model, vec![("experiment".into(), "lift-ebm-1d".into())])?;
-    if !maps.is_empty() {
-        let path = dir.path.join("landscape.svg");
-        std::fs::write(
-            &path,
-            heatmap::render(
-                "lift-ebm-1d: loss landscapes along the training path (white; ○ start, ● end)",
-                &maps,
-            ),
-        )
-        .map_err(|e| Error::io(path.display().to_string(), &e))?;
-    }
     let mut tables = vec![table];
     if landscape > 0 {
         tables.push(lands);
@@ -541,9 +516,33 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         tables.push(sigma);
         tables.push(escapes);
     }
-    dir.write_tables(&tables)?;
-    eprintln!("lift-ebm-1d: results in {}", dir.path.display());
-    Ok(tables)
+    let dir = cfg.run_dir("lift-ebm-1d")?;
+    if !maps.is_empty() {
+        dir.write_figure(
+            "landscape.svg",
+            &heatmap::render(
+                "lift-ebm-1d: loss landscapes along the training path (white; ○ start, ● end)",
+                &maps,
+            ),
+        )?;
+    }
+    dir.finish(
+        "lift-ebm-1d",
+        Plot::Curves {
+            title: "lift-ebm-1d: total variation, NLL and shoulder occupancy over training",
+            metrics: &metrics,
+            panels: &[
+                ("tv", true),
+                ("train_loss", false),
+                ("shoulder_occupancy", false),
+                ("sigma2_jac", false),
+                ("shoulder_exits", false),
+            ],
+            x_label: "iteration",
+        },
+        model,
+        tables,
+    )
 }
 
 /// A row of the escape table.

@@ -20,7 +20,7 @@ use super::{cell_name, icnn_config, record_sigma, snapshots, Convention, Model, 
 use crate::cli::RunConfig;
 use crate::data::gaussian::Gaussian;
 use crate::data::toy::Target2d;
-use crate::report::{mean_std, svg, Metrics, Table};
+use crate::report::{mean_std, svg, Metrics, Plot, Table};
 use crate::sweep::{CellValue, Fields};
 use autograd::{grad, no_grad, Var};
 use nn::checkpoint::NamedTensors;
@@ -574,19 +574,6 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             ]);
         }
     }
-    let dir = cfg.run_dir("lift-flow-2d")?;
-    dir.write_metrics(
-        "lift-flow-2d: training NLL and σ²_Jac",
-        &metrics,
-        &[("train_loss", false), ("sigma2_jac", false)],
-        "iteration",
-    )?;
-    std::fs::write(
-        dir.path.join("distribution.svg"),
-        svg::render("lift-flow-2d: test NLL over seeds", &panels),
-    )
-    .map_err(|e| Error::io(dir.path.join("distribution.svg").display().to_string(), &e))?;
-    dir.write_model(model, vec![("experiment".into(), "lift-flow-2d".into())])?;
     let mut tables = vec![table, spread];
     if probe_every > 0 {
         tables.push(sigma);
@@ -594,9 +581,22 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     if !sweep.is_empty() {
         tables.push(sweep_table);
     }
-    dir.write_tables(&tables)?;
-    eprintln!("lift-flow-2d: results in {}", dir.path.display());
-    Ok(tables)
+    let dir = cfg.run_dir("lift-flow-2d")?;
+    dir.write_figure(
+        "distribution.svg",
+        &svg::render("lift-flow-2d: test NLL over seeds", &panels),
+    )?;
+    dir.finish(
+        "lift-flow-2d",
+        Plot::Curves {
+            title: "lift-flow-2d: training NLL and σ²_Jac",
+            metrics: &metrics,
+            panels: &[("train_loss", false), ("sigma2_jac", false)],
+            x_label: "iteration",
+        },
+        model,
+        tables,
+    )
 }
 
 #[cfg(test)]

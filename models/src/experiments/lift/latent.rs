@@ -25,7 +25,7 @@ use super::{icnn_config, Convention, Model, Strategy};
 use crate::cli::RunConfig;
 use crate::data::builtin;
 use crate::data::gaussian::Gaussian;
-use crate::report::{mean_std, Metrics, Table};
+use crate::report::{mean_std, Metrics, Plot, Table};
 use crate::sweep::field;
 use crate::train::{train as train_loop, Batch, Batches, Budget, Cadence, Plan, Task, Training};
 use autograd::{no_grad, Var};
@@ -400,21 +400,17 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         by_strategy.push((strategy, nlls));
     }
     table.evidence = super::lift_evidence("lift-ebm-latent, MNIST codes", "test NLL", &by_strategy);
-    let dir = cfg.run_dir("lift-ebm-latent")?;
-    dir.write_metrics(
-        "lift-ebm-latent: training NLL (importance-sampled log Z)",
-        &metrics,
-        &[("train_loss", false)],
-        "iteration",
-    )?;
-    dir.write_model(
+    cfg.run_dir("lift-ebm-latent")?.finish(
+        "lift-ebm-latent",
+        Plot::Curves {
+            title: "lift-ebm-latent: training NLL (importance-sampled log Z)",
+            metrics: &metrics,
+            panels: &[("train_loss", false)],
+            x_label: "iteration",
+        },
         ae.store.to_tensors(),
-        vec![("experiment".into(), "lift-ebm-latent".into())],
-    )?;
-    let tables = vec![table];
-    dir.write_tables(&tables)?;
-    eprintln!("lift-ebm-latent: results in {}", dir.path.display());
-    Ok(tables)
+        vec![table],
+    )
 }
 
 #[cfg(test)]

@@ -32,7 +32,7 @@ use super::{
 use crate::cli::RunConfig;
 use crate::data::gaussian::Gaussian;
 use crate::data::tabular::{load_hepmass, StandIn, TabularSplits};
-use crate::report::{mean_std, Metrics, Table};
+use crate::report::{mean_std, Metrics, Plot, Table};
 use crate::sweep::{CellValue, Fields};
 use autograd::{grad, no_grad, Var};
 use optim::lift::LiftConfig;
@@ -386,17 +386,17 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             "—".into(),
         ]);
     }
-    let dir = cfg.run_dir("lift-flow-tabular")?;
-    dir.write_metrics(
-        "lift-flow-tabular: training NLL",
-        &metrics,
-        &[("train_loss", false)],
-        "iteration",
-    )?;
-    let tables = vec![table];
-    dir.write_tables(&tables)?;
-    eprintln!("lift-flow-tabular: results in {}", dir.path.display());
-    Ok(tables)
+    cfg.run_dir("lift-flow-tabular")?.finish(
+        "lift-flow-tabular",
+        Plot::Curves {
+            title: "lift-flow-tabular: training NLL",
+            metrics: &metrics,
+            panels: &[("train_loss", false)],
+            x_label: "iteration",
+        },
+        Vec::new(),
+        vec![table],
+    )
 }
 
 #[cfg(test)]

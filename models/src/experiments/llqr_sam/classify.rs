@@ -9,7 +9,7 @@ use crate::cli::RunConfig;
 use crate::data::Dataset;
 use crate::experiments::images::{self, ImageSet};
 use crate::report::evidence::{Better, Claim, Evidence};
-use crate::report::{mean_std, Metrics, Table};
+use crate::report::{mean_std, Metrics, Plot, Table};
 use crate::sweep::{CellValue, Fields};
 use crate::train::{
     batch_x, preconditioning_batch, train as train_loop, Batch, Batches, Budget, Hyper, Method,
@@ -578,17 +578,17 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         }
         tables.push(t);
     }
-    let dir = cfg.run_dir("llqr-sam")?;
-    dir.write_metrics(
+    cfg.run_dir("llqr-sam")?.finish(
         "llqr-sam",
-        &metrics,
-        &[("train_loss", true), ("test_accuracy", false)],
-        "epoch",
-    )?;
-    dir.write_model(model, vec![("experiment".into(), "llqr-sam".into())])?;
-    dir.write_tables(&tables)?;
-    eprintln!("llqr-sam: results in {}", dir.path.display());
-    Ok(tables)
+        Plot::Curves {
+            title: "llqr-sam",
+            metrics: &metrics,
+            panels: &[("train_loss", true), ("test_accuracy", false)],
+            x_label: "epoch",
+        },
+        model,
+        tables,
+    )
 }
 
 /// "mean ± std %" over the runs that finished, noting how many diverged.

@@ -7,7 +7,7 @@
 //! the real `LlqrSam` optimiser with a fixed diagonal U.
 
 use crate::cli::RunConfig;
-use crate::report::{Metrics, Table};
+use crate::report::{Metrics, Plot, Table};
 use autograd::Var;
 use nn::checkpoint::AnyTensor;
 use nn::ParamStore;
@@ -288,15 +288,16 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         escape.row(row);
     }
     let tables = vec![escape, hovering()?];
-    let dir = cfg.run_dir("pothole")?;
-    dir.write_metrics(
-        "pothole: trajectories at ρ = 0.05 (the dip is at x = 1, the bowl's minimum at 0)",
-        &metrics,
-        &[("x", false)],
-        "step",
-    )?;
-    dir.write_model(finals, vec![("experiment".into(), "pothole".into())])?;
-    dir.write_tables(&tables)?;
-    eprintln!("pothole: results in {}", dir.path.display());
-    Ok(tables)
+    cfg.run_dir("pothole")?.finish(
+        "pothole",
+        Plot::Curves {
+            title:
+                "pothole: trajectories at ρ = 0.05 (the dip is at x = 1, the bowl's minimum at 0)",
+            metrics: &metrics,
+            panels: &[("x", false)],
+            x_label: "step",
+        },
+        finals,
+        tables,
+    )
 }
