@@ -18,8 +18,9 @@ use crate::data::burgers::cache::{load_or_generate, Source};
 use crate::data::burgers::{convergence_check, BurgersConfig};
 use crate::report::evidence::{Better, Claim, Evidence};
 use crate::report::{mean_std, Metrics, Plot, Table};
+use crate::train::choice::{scored_values, EXTENSIONS};
 use crate::train::{
-    train as train_loop, Batch, Batches, Budget, Cadence, NonFinite, Plan, Task, Training,
+    choose, train as train_loop, Batch, Batches, Budget, Cadence, NonFinite, Plan, Task, Training,
 };
 use autograd::{no_grad, Var};
 use nn::checkpoint::{AnyTensor, NamedTensors};
@@ -491,9 +492,10 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let header_refs: Vec<&str> = headers.iter().map(String::as_str).collect();
     let mut selection = Table::new(
         &format!(
-            "fno-burgers: validation relative L2 error of each λ (proximal) and β (ridge), seed {}, trained on {} pairs, scored on {n_val}; {setting}; the lowest per column is used below",
+            "fno-burgers: validation relative L2 error of each λ (proximal) and β (ridge), seed {}, trained on {} pairs, scored on {n_val}; {setting}; the lowest per column is used below; a best value at the grid's edge grows the grid by one of its steps, at most {ext} per side (— not scored), and one still at the edge is marked",
             seeds[0],
-            n_train - n_val
+            n_train - n_val,
+            ext = EXTENSIONS,
         ),
         &header_refs,
     );
@@ -503,9 +505,9 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             Method::Ridge(_) => &betas,
             _ => &lambdas,
         };
-        let mut errors = vec![vec![f64::NAN; batches.len()]; grid.len()];
-        for (j, &batch) in batches.iter().enumerate() {
-            for (i, &reg) in grid.iter().enumerate() {
+        let mut choices = Vec::with_capacity(batches.len());
+        for &batch in &batches {
+            choices.push(choose(grid, Better::Lower, |reg| {
                 let run = train_arm(
                     method,
                     reg,
@@ -517,22 +519,25 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                 );
                 // A failed solve (a singular Gram matrix at a tiny β) disqualifies
                 // the value; anything else is a real error.
-                errors[i][j] = match run {
-                    Ok(r) => r.relative_l2,
-                    Err(Error::Numerical { .. }) => f64::INFINITY,
-                    Err(e) => return Err(e),
-                };
-            }
+                match run {
+                    Ok(r) => Ok(r.relative_l2),
+                    Err(Error::Numerical { .. }) => Ok(f64::NAN),
+                    Err(e) => Err(e),
+                }
+            })?);
         }
-        let best: Vec<f64> = (0..batches.len())
-            .map(|j| {
-                let i = (0..grid.len())
-                    .min_by(|&a, &b| errors[a][j].total_cmp(&errors[b][j]))
-                    .expect("a non-empty grid");
-                grid[i]
+        let best = choices
+            .iter()
+            .map(|c| {
+                c.best.ok_or_else(|| {
+                    Error::value(
+                        "fno-burgers",
+                        format!("every {} value failed", method.label()),
+                    )
+                })
             })
-            .collect();
-        for (i, &reg) in grid.iter().enumerate() {
+            .collect::<Result<Vec<f64>>>()?;
+        for reg in scored_values(&choices) {
             let mut row = vec![
                 method.label(),
                 format!(
@@ -544,13 +549,10 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                     }
                 ),
             ];
-            row.extend(errors[i].iter().zip(&best).map(|(e, &b)| {
-                let mark = if b == reg { " ←" } else { "" };
-                if e.is_finite() {
-                    format!("{e:.4}{mark}")
-                } else {
-                    "solve failed".into()
-                }
+            row.extend(choices.iter().map(|c| match c.score(reg) {
+                None => "—".into(),
+                Some(e) if e.is_nan() => "solve failed".into(),
+                Some(e) => format!("{e:.4}{}", c.mark(reg)),
             }));
             selection.row(row);
         }

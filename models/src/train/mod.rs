@@ -4,6 +4,7 @@
 //! ([`spread`]), and the supervised shortcut over all of them ([`fit`]).
 
 pub mod batches;
+pub mod choice;
 pub mod fit;
 pub mod method;
 pub mod spread;
@@ -11,6 +12,7 @@ pub mod trainer;
 pub mod training;
 
 pub use batches::Batches;
+pub use choice::{choose, Choice};
 pub use fit::{batch_x, fit, FitSettings, OptimizerKind};
 pub use method::{preconditioning_batch, Hyper, Method};
 pub use spread::Spread;

@@ -12,9 +12,10 @@ use crate::cli::RunConfig;
 use crate::data::Dataset;
 use crate::report::evidence::{Better, Claim, Evidence};
 use crate::report::{mean_std, Metrics, Table};
+use crate::train::choice::{scored_values, EXTENSIONS};
 use crate::train::{
-    train as train_loop, Batch, Batches, Budget, Cadence, NonFinite, Plan, Task as TrainTask,
-    Training,
+    choose, train as train_loop, Batch, Batches, Budget, Cadence, NonFinite, Plan,
+    Task as TrainTask, Training,
 };
 use autograd::Var;
 use nn::checkpoint::{AnyTensor, NamedTensors};
@@ -431,11 +432,12 @@ pub fn sweep(
         headers.extend(batches.iter().map(|&b| column(b)));
         let mut table = Table {
             title: format!(
-                "{title} — validation {metric_name} of each value, seed {}, trained on {} samples, scored on {}; {} steps; the best per column (←) is used below",
+                "{title} — validation {metric_name} of each value, seed {}, trained on {} samples, scored on {}; {} steps; the best per column (←) is used below; a best value at the grid's edge grows the grid by one of its steps, at most {ext} per side (— not scored), and one still at the edge is marked",
                 seeds[0],
                 sel.task.train.len(),
                 sel.task.x.shape()[0],
-                s.steps
+                s.steps,
+                ext = EXTENSIONS,
             ),
             headers,
             rows: Vec::new(),
@@ -443,9 +445,14 @@ pub fn sweep(
         };
         for (mi, &m) in methods.iter().enumerate() {
             let (values, show) = grid(m, sel, s);
-            let mut scores = vec![vec![f64::NAN; batches.len()]; values.len()];
+            let better = if sel.lower_is_better {
+                Better::Lower
+            } else {
+                Better::Higher
+            };
+            let mut choices = Vec::with_capacity(batches.len());
             for (j, &b) in batches.iter().enumerate() {
-                for (i, &v) in values.iter().enumerate() {
+                let choice = choose(values, better, |v| {
                     let run = run_arm(
                         m,
                         sel.task.train,
@@ -459,37 +466,23 @@ pub fn sweep(
                         &mut Metrics::default(),
                     );
                     // A failed solve disqualifies the value; anything else is an error.
-                    scores[i][j] = match run {
-                        Ok(((score, _), _)) if score.is_finite() => score,
-                        Ok(_) | Err(tensor::Error::Numerical { .. }) => f64::NAN,
-                        Err(e) => return Err(e),
-                    };
-                }
-                let better = |a: f64, b: f64| {
-                    if sel.lower_is_better {
-                        a < b
-                    } else {
-                        a > b
+                    match run {
+                        Ok(((score, _), _)) => Ok(score),
+                        Err(tensor::Error::Numerical { .. }) => Ok(f64::NAN),
+                        Err(e) => Err(e),
                     }
-                };
-                let mut best: Option<usize> = None;
-                for (i, row) in scores.iter().enumerate() {
-                    if !row[j].is_nan() && best.is_none_or(|k| better(row[j], scores[k][j])) {
-                        best = Some(i);
-                    }
-                }
-                chosen[mi][j] = best.map(|i| values[i]);
+                })?;
+                chosen[mi][j] = choice.best;
+                choices.push(choice);
             }
-            for (i, &v) in values.iter().enumerate() {
+            for v in scored_values(&choices) {
                 let mut row = vec![m.name().to_string(), show(v)];
-                for (j, score) in scores[i].iter().enumerate() {
-                    let mark = if chosen[mi][j] == Some(v) { " ←" } else { "" };
-                    row.push(if score.is_nan() {
-                        "failed".into()
-                    } else if score.abs() >= 1e6 {
-                        format!("{score:.2e}{mark}")
-                    } else {
-                        format!("{score:.digits$}{mark}")
+                for c in &choices {
+                    row.push(match c.score(v) {
+                        None => "—".into(),
+                        Some(score) if score.is_nan() => "failed".into(),
+                        Some(score) if score.abs() >= 1e6 => format!("{score:.2e}{}", c.mark(v)),
+                        Some(score) => format!("{score:.digits$}{}", c.mark(v)),
                     });
                 }
                 table.row(row);
