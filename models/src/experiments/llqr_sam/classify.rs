@@ -234,11 +234,22 @@ pub fn train_arm(
     })
 }
 
-/// The data every arm sees: one training set per noise level (the clean one first
-/// when 0 is among the levels), the clean test set.
+/// The data every arm sees: the clean training set, the noise levels (fractions)
+/// and the clean test set.
 struct Data {
-    train: Vec<(f64, Dataset)>,
+    clean: Dataset,
+    levels: Vec<f64>,
     test: Dataset,
+}
+
+impl Data {
+    /// The training set at noise `level` for `seed`: the labels flipped by a draw
+    /// of that seed, the same for every arm (paired seeds), a fresh one for each
+    /// seed.
+    fn noisy(&self, level: f64, seed: u64) -> Result<Dataset> {
+        let draw = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 77;
+        Ok(self.clean.with_label_noise(level, &mut Rng::new(draw))?.0)
+    }
 }
 
 /// An arm summarised over seeds, for every noise level.
@@ -264,18 +275,19 @@ fn summarise(
     model: &mut Vec<(String, AnyTensor)>,
 ) -> Result<Summary> {
     let mut out = Summary {
-        accuracy: vec![Vec::new(); data.train.len()],
+        accuracy: vec![Vec::new(); data.levels.len()],
         ms: Vec::new(),
         ms_authors: Vec::new(),
         preconditioner: None,
         sanitised: 0,
     };
     for &seed in seeds {
-        for (level, (noise, train)) in data.train.iter().enumerate() {
+        for (level, &noise) in data.levels.iter().enumerate() {
             let series = format!("{tag}/noise{:.0}/seed{seed}", noise * 100.0);
             let first = seed == seeds[0] && level == 0;
             let r = cfg.cell(&series, metrics, |metrics| {
-                let r = train_arm(arm, (train, &data.test), seed, &series, cfg.quiet, metrics)?;
+                let train = data.noisy(noise, seed)?;
+                let r = train_arm(arm, (&train, &data.test), seed, &series, cfg.quiet, metrics)?;
                 if first {
                     model.extend(
                         r.store
@@ -449,14 +461,11 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         if cfg.quick { QUICK_SIZES } else { (0, 0) },
     )?;
     let (clean, test) = (images.train, images.test);
-    let train = levels
-        .iter()
-        .map(|&pct| {
-            let (noisy, _) = clean.with_label_noise(pct / 100.0, &mut Rng::new(77))?;
-            Ok((pct / 100.0, noisy))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let data = Data { train, test };
+    let data = Data {
+        clean,
+        levels: levels.iter().map(|p| p / 100.0).collect(),
+        test,
+    };
     let seeds = cfg.seed_list(3, 5)?;
     let mut metrics = Metrics::default();
     let mut model = Vec::new();
@@ -476,9 +485,9 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let header_refs: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
     let mut table = Table::new(
         &format!(
-            "llqr-sam: {src}, {net}, {e} epochs, batch {b}, SGD lr {lr} cosine, momentum 0.9, wd 5e-4, ρ {rho}, T_U {tu}, inner solve 50 steps at lr {ilr} on 128 images; {n} seeds (mean ± std); clean test accuracy after training with symmetric label noise; U's spread after the last step of the first seed at the first level, relative to its initial value 1",
+            "llqr-sam: {src}, {net}, {e} epochs, batch {b}, SGD lr {lr} cosine, momentum 0.9, wd 5e-4, ρ {rho}, T_U {tu}, inner solve 50 steps at lr {ilr} on 128 images; {n} seeds (mean ± std); clean test accuracy after training with symmetric label noise (a fresh draw per seed, shared by every arm); U's spread after the last step of the first seed at the first level, relative to its initial value 1",
             src = images.description,
-            net = budget.model.describe(clean.x.shape()[1], budget.hidden),
+            net = budget.model.describe(data.clean.x.shape()[1], budget.hidden),
             e = budget.epochs,
             b = budget.batch,
             lr = hyper.lr,
