@@ -28,6 +28,7 @@ pub mod audit;
 pub mod cli;
 pub mod data;
 pub mod experiments;
+pub mod grid;
 pub mod provenance;
 pub mod report;
 pub mod sweep;

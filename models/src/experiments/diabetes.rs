@@ -3,8 +3,8 @@
 
 use crate::cli::RunConfig;
 use crate::data::{builtin, Dataset, Standardizer, Targets};
-use crate::report::{mean_std, Metrics, Plot, Table};
-use crate::sweep::field;
+use crate::grid::Grid;
+use crate::report::{Metrics, Plot, Table};
 use crate::train::{batch_x, fit, FitSettings, OptimizerKind};
 use autograd::Var;
 use nn::{loss, Activation, Mlp, Module, ParamStore};
@@ -72,6 +72,8 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     ]);
     let mut model_tensors = Vec::new();
     let y_train = train.values()?.cast::<f32>();
+    let first_seed = seeds[0];
+    let mut grid = Grid::new(cfg, seeds);
     for opt_kind in [
         OptimizerKind::Sgd {
             lr: 0.01,
@@ -79,64 +81,58 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         },
         OptimizerKind::Adam { lr: 1e-3 },
     ] {
-        let (mut mses, mut r2s, mut secs) = (Vec::new(), Vec::new(), Vec::new());
-        for &seed in &seeds {
-            let series = format!("{}/seed{seed}", opt_kind.name());
-            let r = cfg.cell(&series, &mut metrics, |metrics| {
-                let store = ParamStore::<f32>::new();
-                let mlp = Mlp::new(
-                    &store.root().sub("mlp"),
-                    &[10, hidden, hidden, 1],
-                    Activation::Tanh,
-                    &mut Rng::new(seed),
-                )?;
-                let mut opt = opt_kind.build(&store, 0.0)?;
-                let settings = FitSettings {
-                    epochs,
-                    batch_size: batch,
-                    schedule: Schedule::Cosine {
-                        total: epochs * train.len().div_ceil(batch),
-                        min_factor: 0.0,
-                    },
-                    seed: seed + 1000,
-                    series: series.clone(),
-                    quiet: cfg.quiet,
-                };
-                let x_test = Var::constant(test.x.cast::<f32>());
-                let r = fit(
-                    &store,
-                    opt.as_mut(),
-                    &train,
-                    &settings,
-                    metrics,
-                    |idx| {
-                        let out = mlp.forward(&Var::constant(batch_x(&train, idx)?))?;
-                        loss::mse(&out, &Var::constant(y_train.index_select(0, idx)?))
-                    },
-                    || {
-                        let (mse, r2) = scores(&mlp.forward(&x_test)?.value().cast(), &test, &ys)?;
-                        Ok(vec![("test_mse".into(), mse), ("test_r2".into(), r2)])
-                    },
-                )?;
-                if seed == seeds[0] {
-                    model_tensors.extend(
-                        store
-                            .to_tensors()
-                            .into_iter()
-                            .map(|(n, t)| (format!("{}.{n}", opt_kind.name()), t)),
-                    );
-                }
-                Ok(r)
-            })?;
-            mses.push(field(&r, "test_mse")?);
-            r2s.push(field(&r, "test_r2")?);
-            secs.push(field(&r, "seconds")?);
-        }
+        let arm = opt_kind.name();
+        grid.run(arm, "", &mut metrics, |seed, series, metrics| {
+            let store = ParamStore::<f32>::new();
+            let mlp = Mlp::new(
+                &store.root().sub("mlp"),
+                &[10, hidden, hidden, 1],
+                Activation::Tanh,
+                &mut Rng::new(seed),
+            )?;
+            let mut opt = opt_kind.build(&store, 0.0)?;
+            let settings = FitSettings {
+                epochs,
+                batch_size: batch,
+                schedule: Schedule::Cosine {
+                    total: epochs * train.len().div_ceil(batch),
+                    min_factor: 0.0,
+                },
+                seed: seed + 1000,
+                series: series.to_string(),
+                quiet: cfg.quiet,
+            };
+            let x_test = Var::constant(test.x.cast::<f32>());
+            let r = fit(
+                &store,
+                opt.as_mut(),
+                &train,
+                &settings,
+                metrics,
+                |idx| {
+                    let out = mlp.forward(&Var::constant(batch_x(&train, idx)?))?;
+                    loss::mse(&out, &Var::constant(y_train.index_select(0, idx)?))
+                },
+                || {
+                    let (mse, r2) = scores(&mlp.forward(&x_test)?.value().cast(), &test, &ys)?;
+                    Ok(vec![("test_mse".into(), mse), ("test_r2".into(), r2)])
+                },
+            )?;
+            if seed == first_seed {
+                model_tensors.extend(
+                    store
+                        .to_tensors()
+                        .into_iter()
+                        .map(|(n, t)| (format!("{arm}.{n}"), t)),
+                );
+            }
+            Ok(r)
+        })?;
         table.row(vec![
-            format!("MLP, {}", opt_kind.name()),
-            mean_std(&mses, 1),
-            mean_std(&r2s, 3),
-            mean_std(&secs, 2),
+            format!("MLP, {arm}"),
+            grid.mean_std(arm, "", "test_mse", 1)?,
+            grid.mean_std(arm, "", "test_r2", 3)?,
+            grid.mean_std(arm, "", "seconds", 2)?,
         ]);
     }
     cfg.run_dir("diabetes")?.finish(

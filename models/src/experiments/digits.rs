@@ -5,8 +5,8 @@
 use super::images::{self, ImageSet};
 use crate::cli::RunConfig;
 use crate::data::Dataset;
-use crate::report::{mean_std, Metrics, Plot, Table};
-use crate::sweep::field;
+use crate::grid::Grid;
+use crate::report::{Metrics, Plot, Table};
 use crate::train::{batch_x, fit, FitSettings, OptimizerKind};
 use autograd::Var;
 use nn::{loss, Activation, Mlp, Module, ParamStore};
@@ -168,6 +168,8 @@ fn run_on(
         &["optimiser", "loss", "test accuracy", "seconds / run"],
     );
     let mut model_tensors = Vec::new();
+    let first_seed = seeds[0];
+    let mut grid = Grid::new(cfg, seeds);
     for (optimizer, loss) in arms {
         let arm = Arm {
             optimizer,
@@ -185,30 +187,26 @@ fn run_on(
                 "ce"
             }
         );
-        let (mut accs, mut secs) = (Vec::new(), Vec::new());
-        for &seed in &seeds {
-            let series = format!("{tag}/seed{seed}");
-            let r = cfg.cell(&series, &mut metrics, |metrics| {
-                let (acc, s, store) =
-                    train_arm(&arm, &train, &test, seed, &series, cfg.quiet, metrics)?;
-                if seed == seeds[0] {
-                    model_tensors.extend(
-                        store
-                            .to_tensors()
-                            .into_iter()
-                            .map(|(n, t)| (format!("{tag}.{n}"), t)),
-                    );
-                }
-                Ok(vec![("accuracy".into(), acc), ("seconds".into(), s)])
-            })?;
-            accs.push(field(&r, "accuracy")? * 100.0);
-            secs.push(field(&r, "seconds")?);
-        }
+        grid.run(&tag, "", &mut metrics, |seed, series, metrics| {
+            let (acc, s, store) = train_arm(&arm, &train, &test, seed, series, cfg.quiet, metrics)?;
+            if seed == first_seed {
+                model_tensors.extend(
+                    store
+                        .to_tensors()
+                        .into_iter()
+                        .map(|(n, t)| (format!("{tag}.{n}"), t)),
+                );
+            }
+            Ok(vec![
+                ("accuracy".into(), 100.0 * acc),
+                ("seconds".into(), s),
+            ])
+        })?;
         table.row(vec![
             arm.optimizer.name().into(),
             loss.name().into(),
-            mean_std(&accs, 2) + " %",
-            mean_std(&secs, 2),
+            grid.mean_std(&tag, "", "accuracy", 2)? + " %",
+            grid.mean_std(&tag, "", "seconds", 2)?,
         ]);
     }
     cfg.run_dir(name)?.finish(

@@ -1,7 +1,8 @@
 //! Training: the one loop every experiment runs through ([`trainer`]), where its
 //! batches come from ([`batches`]), the update rules an arm can use as one type
 //! ([`training`], named in [`method`]), the spread of LLQR's preconditioner
-//! ([`spread`]), and the supervised shortcut over all of them ([`fit`]).
+//! ([`spread`]), the validation choice of a hyper-parameter ([`choice`]), and the
+//! supervised shortcut over all of them ([`mod@fit`]).
 
 pub mod batches;
 pub mod choice;
