@@ -11,6 +11,7 @@ use crate::report::{Metrics, Plot, Table};
 use crate::text::bleu::{corpus_bleu, tokenize_13a};
 use crate::text::synthetic;
 use crate::text::vocab::{Vocab, BOS, EOS, PAD};
+use crate::train::set_mode;
 use crate::train::{
     preconditioning_batch, train as train_loop, Batch, Batches, Budget, Hyper, Method, Plan,
     Preconditioning, Task, Training,
@@ -307,11 +308,7 @@ impl Task for Translation<'_> {
     }
 
     fn set_training(&self, on: bool) {
-        if on {
-            self.store.train()
-        } else {
-            self.store.eval()
-        }
+        set_mode(self.store, on)
     }
 }
 

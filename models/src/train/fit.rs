@@ -3,6 +3,7 @@
 //! through a loss closure) with a schedule, per-epoch evaluation.
 
 use super::batches::Batches;
+use super::trainer::set_mode;
 use super::trainer::{train, Budget, Plan, Task};
 use crate::data::Dataset;
 use crate::report::Metrics;
@@ -147,10 +148,6 @@ where
     }
 
     fn set_training(&self, on: bool) {
-        if on {
-            self.store.train()
-        } else {
-            self.store.eval()
-        }
+        set_mode(self.store, on)
     }
 }

@@ -17,5 +17,7 @@ pub use choice::{choose, Choice};
 pub use fit::{batch_x, fit, FitSettings, OptimizerKind};
 pub use method::{preconditioning_batch, Hyper, Method};
 pub use spread::Spread;
-pub use trainer::{train, Budget, Cadence, Evaluation, Flow, NonFinite, Outcome, Plan, Task};
+pub use trainer::{
+    set_mode, train, Budget, Cadence, Evaluation, Flow, NonFinite, Outcome, Plan, Task,
+};
 pub use training::{Batch, Preconditioning, Recorded, Rule, Targets, Training};

@@ -143,6 +143,16 @@ pub trait Task {
     fn set_training(&self, _on: bool) {}
 }
 
+/// Puts `store`'s layers in training (`true`) or evaluation mode: the body of
+/// [`Task::set_training`] for a task with one parameter store.
+pub fn set_mode<T: tensor::Element>(store: &nn::ParamStore<T>, training: bool) {
+    if training {
+        store.train()
+    } else {
+        store.eval()
+    }
+}
+
 /// The evaluation at one point of training.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Evaluation {

@@ -13,6 +13,7 @@ use crate::cli::RunConfig;
 use crate::experiments::images::ImageSet;
 use crate::report::{mean_std, Metrics, Plot, Table};
 use crate::sweep::{CellValue, Fields};
+use crate::train::set_mode;
 use crate::train::{
     batch_x, preconditioning_batch, train, Batch, Batches, Budget, Hyper, Method, Plan,
     Preconditioning, Spread, Task, Training,
@@ -432,11 +433,7 @@ impl Task for ImageTask<'_> {
     }
 
     fn set_training(&self, on: bool) {
-        if on {
-            self.store.train()
-        } else {
-            self.store.eval()
-        }
+        set_mode(self.store, on)
     }
 }
 

@@ -11,6 +11,7 @@ use crate::experiments::images::{self, ImageSet};
 use crate::report::evidence::{Better, Claim, Evidence};
 use crate::report::{mean_std, Metrics, Plot, Table};
 use crate::sweep::{CellValue, Fields};
+use crate::train::set_mode;
 use crate::train::{
     batch_x, preconditioning_batch, train as train_loop, Batch, Batches, Budget, Hyper, Method,
     NonFinite, Plan, Preconditioning, Spread, Task, Training,
@@ -156,11 +157,7 @@ impl Task for NoisyLabels<'_> {
     }
 
     fn set_training(&self, on: bool) {
-        if on {
-            self.store.train()
-        } else {
-            self.store.eval()
-        }
+        set_mode(self.store, on)
     }
 }
 
