@@ -9,11 +9,16 @@ use autograd::trace::{diff, header_differences, traced, Divergence, Trace};
 use std::path::Path;
 use tensor::{Error, Result};
 
-/// Compares two trace files: where they part, and the header entries (build,
-/// machine, kernel path) in which the two runs differ.
+/// Compares two trace files: where they part, and the header entries (options,
+/// build, machine, kernel path) in which the two runs differ — all but the command
+/// line, which differs at least by the trace's own path.
 pub fn trace_diff(a: &Path, b: &Path) -> Result<(Divergence, Vec<String>)> {
     let (a, b) = (Trace::read(a)?, Trace::read(b)?);
-    Ok((diff(&a, &b), header_differences(&a, &b)))
+    let notes = header_differences(&a, &b)
+        .into_iter()
+        .filter(|n| !n.starts_with("command line: "))
+        .collect();
+    Ok((diff(&a, &b), notes))
 }
 
 /// Runs `e`'s quick setting once per thread count in `threads`, each in its own
