@@ -7,8 +7,8 @@
 use super::{run_arm, Method, Settings};
 use crate::cli::RunConfig;
 use crate::data::mixture::{gaussian_mixture, Mixture};
-use crate::report::{mean_std, Metrics, Plot, Table};
-use crate::sweep::field;
+use crate::grid::Grid;
+use crate::report::{Metrics, Plot, Table};
 use tensor::{Error, Result, Tensor};
 
 /// Options of this experiment.
@@ -84,6 +84,8 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let mut rows: Vec<Vec<String>> = methods.iter().map(|m| vec![m.label(&s)]).collect();
     let mut metrics = Metrics::default();
     let mut model = Vec::new();
+    let first_seed = seeds[0];
+    let mut grid = Grid::new(cfg, seeds);
     for &k in &counts {
         let mixture = Mixture {
             classes: k,
@@ -99,40 +101,36 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         let evaluate = |pred: &Tensor<f64>| -> Result<f64> {
             Ok(nn::loss::accuracy(pred, test_labels)? * 100.0)
         };
+        let setting = format!("k{k}");
         for (row, &m) in rows.iter_mut().zip(&methods) {
-            let mut accs = Vec::new();
-            for &seed in &seeds {
-                let key = format!("{}/k{k}/seed{seed}", m.tag());
-                let r = cfg.cell(&key, &mut metrics, |metrics| {
-                    let mut own = Metrics::default();
-                    let ((acc, _), tensors) = run_arm(
-                        m,
-                        &train,
-                        &one_hot,
-                        Some(labels),
-                        &test.x,
-                        &evaluate,
-                        batch.min(train.len()),
-                        seed,
-                        &s,
-                        &mut own,
-                    )?;
-                    for mut r in own.rows {
-                        r.series = format!("k{k}/{}", r.series);
-                        metrics.rows.push(r);
-                    }
-                    if seed == seeds[0] && k == counts[0] {
-                        model.extend(
-                            tensors
-                                .into_iter()
-                                .map(|(n, t)| (format!("{}.{n}", m.tag()), t)),
-                        );
-                    }
-                    Ok(vec![("accuracy".to_string(), acc)])
-                })?;
-                accs.push(field(&r, "accuracy")?);
-            }
-            row.push(mean_std(&accs, 2));
+            grid.run(m.tag(), &setting, &mut metrics, |seed, _, metrics| {
+                let mut own = Metrics::default();
+                let ((acc, _), tensors) = run_arm(
+                    m,
+                    &train,
+                    &one_hot,
+                    Some(labels),
+                    &test.x,
+                    &evaluate,
+                    batch.min(train.len()),
+                    seed,
+                    &s,
+                    &mut own,
+                )?;
+                for mut r in own.rows {
+                    r.series = format!("k{k}/{}", r.series);
+                    metrics.rows.push(r);
+                }
+                if seed == first_seed && k == counts[0] {
+                    model.extend(
+                        tensors
+                            .into_iter()
+                            .map(|(n, t)| (format!("{}.{n}", m.tag()), t)),
+                    );
+                }
+                Ok(vec![("accuracy".to_string(), acc)])
+            })?;
+            row.push(grid.mean_std(m.tag(), &setting, "accuracy", 2)?);
         }
     }
     for row in rows {
