@@ -25,8 +25,8 @@ use super::{icnn_config, Convention, Model, Strategy};
 use crate::cli::RunConfig;
 use crate::data::builtin;
 use crate::data::gaussian::Gaussian;
+use crate::grid::Grid;
 use crate::report::{mean_std, Metrics, Plot, Table};
-use crate::sweep::field;
 use crate::train::{train as train_loop, Batch, Batches, Budget, Cadence, Plan, Task, Training};
 use autograd::{no_grad, Var};
 use nn::{Conv2d, Linear, Module, ParamStore};
@@ -323,79 +323,82 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         ..LiftConfig::default()
     };
     let mut by_strategy = Vec::new();
+    let mut grid = Grid::new(cfg, seeds);
     for strategy in [Strategy::Pgd, Strategy::Softplus, Strategy::Lift] {
-        let (mut nlls, mut ses, mut secs, mut size, mut skipped) = (vec![], vec![], vec![], 0, 0);
-        for &seed in &seeds {
-            let series = format!("{}/seed{seed}", strategy.name());
-            let r = cfg.cell(&series, &mut metrics, |metrics| {
-                let mut rng = Rng::new(seed);
-                let m = Model::new(
-                    strategy,
-                    Convention::Ebm,
-                    icnn_config(LATENT, width, 3, 0.02),
-                    &lift,
-                    1e-3,
-                    &[],
-                    &mut rng,
-                )?;
-                let mut data_rng = Rng::new(seed ^ 0x1a7e);
-                let n = z_train.shape()[0];
-                let step = |m: &mut Model| -> Result<f64> {
-                    let idx: Vec<usize> = (0..256)
-                        .map(|_| data_rng.below(n as u64).map(|i| i as usize))
-                        .collect::<Result<_>>()?;
-                    let batch = z_train.index_select(0, &idx)?;
-                    let (xs, lq) = gauss.sample(proposals, &mut data_rng)?;
-                    let loss = |m: &Model, w: &[Var<f64>], b: &Tensor<f64>| -> Result<Var<f64>> {
-                        m.net
-                            .forward_with(&Var::constant(b.clone()), w)?
-                            .mean_all()?
-                            .add(&log_partition(m, w, &xs, &lq)?)
-                    };
-                    m.step(&batch, 1.0, &loss)
+        let arm = strategy.name();
+        grid.run(arm, "", &mut metrics, |seed, series, metrics| {
+            let mut rng = Rng::new(seed);
+            let m = Model::new(
+                strategy,
+                Convention::Ebm,
+                icnn_config(LATENT, width, 3, 0.02),
+                &lift,
+                1e-3,
+                &[],
+                &mut rng,
+            )?;
+            let mut data_rng = Rng::new(seed ^ 0x1a7e);
+            let n = z_train.shape()[0];
+            let step = |m: &mut Model| -> Result<f64> {
+                let idx: Vec<usize> = (0..256)
+                    .map(|_| data_rng.below(n as u64).map(|i| i as usize))
+                    .collect::<Result<_>>()?;
+                let batch = z_train.index_select(0, &idx)?;
+                let (xs, lq) = gauss.sample(proposals, &mut data_rng)?;
+                let loss = |m: &Model, w: &[Var<f64>], b: &Tensor<f64>| -> Result<Var<f64>> {
+                    m.net
+                        .forward_with(&Var::constant(b.clone()), w)?
+                        .mean_all()?
+                        .add(&log_partition(m, w, &xs, &lq)?)
                 };
-                let (m, out) = Density {
-                    model: m,
-                    step: Box::new(step),
-                    after: nothing_after(),
-                    scores: no_scores(),
-                }
-                .train(iterations, iterations / 20, &series, cfg.quiet, metrics)?;
-                let pin = z_train.index_select(0, &(0..256).collect::<Vec<_>>())?;
-                let w: Vec<Var<f64>> = no_grad(|| m.positivity.weights(&pin))?
-                    .iter()
-                    .map(|v| v.detach())
-                    .collect();
-                let (log_z, se) =
-                    evaluate_log_z(&m, &w, &gauss, 8192, 8, &mut Rng::new(seed ^ 0xe7a1))?;
-                let mean_f = no_grad(|| m.net.forward_with(&Var::constant(z_test.clone()), &w))?
-                    .value()
-                    .mean_all()?
-                    .item()?;
-                Ok(vec![
-                    ("nll".to_string(), mean_f + log_z + jacobian),
-                    ("se".to_string(), se),
-                    ("seconds".to_string(), out.seconds),
-                    ("size".to_string(), m.size() as f64),
-                    ("skipped".to_string(), out.skipped as f64),
-                ])
-            })?;
-            nlls.push(field(&r, "nll")?);
-            ses.push(field(&r, "se")?);
-            secs.push(field(&r, "seconds")?);
-            let count = |v: f64| if v.is_finite() { v as usize } else { 0 };
-            size = count(field(&r, "size")?);
-            skipped += count(field(&r, "skipped")?);
-        }
+                m.step(&batch, 1.0, &loss)
+            };
+            let (m, out) = Density {
+                model: m,
+                step: Box::new(step),
+                after: nothing_after(),
+                scores: no_scores(),
+            }
+            .train(iterations, iterations / 20, series, cfg.quiet, metrics)?;
+            let pin = z_train.index_select(0, &(0..256).collect::<Vec<_>>())?;
+            let w: Vec<Var<f64>> = no_grad(|| m.positivity.weights(&pin))?
+                .iter()
+                .map(|v| v.detach())
+                .collect();
+            let (log_z, se) =
+                evaluate_log_z(&m, &w, &gauss, 8192, 8, &mut Rng::new(seed ^ 0xe7a1))?;
+            let mean_f = no_grad(|| m.net.forward_with(&Var::constant(z_test.clone()), &w))?
+                .value()
+                .mean_all()?
+                .item()?;
+            Ok(vec![
+                ("nll".to_string(), mean_f + log_z + jacobian),
+                ("se".to_string(), se),
+                ("seconds".to_string(), out.seconds),
+                ("size".to_string(), m.size() as f64),
+                ("skipped".to_string(), out.skipped as f64),
+            ])
+        })?;
+        let nlls = grid.values(arm, "", "nll")?;
+        let count = |v: f64| if v.is_finite() { v as usize } else { 0 };
+        let size = grid
+            .values(arm, "", "size")?
+            .first()
+            .map_or(0, |&v| count(v));
+        let skipped: usize = grid
+            .values(arm, "", "skipped")?
+            .into_iter()
+            .map(count)
+            .sum();
         let gaps: Vec<f64> = nlls.iter().map(|v| v - gauss_nll).collect();
         table.row(vec![
-            strategy.name().into(),
+            arm.into(),
             size.to_string(),
             mean_std(&nlls, 3),
-            mean_std(&ses, 4),
+            grid.mean_std(arm, "", "se", 4)?,
             mean_std(&gaps, 3),
             skipped.to_string(),
-            mean_std(&secs, 1),
+            grid.mean_std(arm, "", "seconds", 1)?,
         ]);
         by_strategy.push((strategy, nlls));
     }
