@@ -76,7 +76,8 @@ impl<'a> Grid<'a> {
         Ok(())
     }
 
-    /// The values of `name` for `arm` at `setting`, one per seed in seed order.
+    /// The values of `name` for `arm` at `setting`, one per seed in seed order
+    /// (NaN for a cell another shard runs).
     pub fn values(&self, arm: &str, setting: &str, name: &str) -> Result<Vec<f64>> {
         let missing = || {
             Error::value(
@@ -93,6 +94,10 @@ impl<'a> Grid<'a> {
                     .iter()
                     .find(|c| c.arm == arm && c.setting == setting && c.seed == seed)
                     .ok_or_else(missing)?;
+                // A cell another shard runs is a placeholder: NaN.
+                if cell.numbers.is_empty() {
+                    return Ok(f64::NAN);
+                }
                 cell.numbers
                     .iter()
                     .find(|(k, _)| k == name)
@@ -173,6 +178,10 @@ mod tests {
         assert_eq!(e.verdict(), crate::report::evidence::Verdict::Holds);
         assert!(grid.values("base", "b32", "err").is_err());
         assert!(grid.values("base", "b8", "nope").is_err());
+        // A placeholder cell (another shard's) reads NaN.
+        grid.run("other", "b8", &mut metrics, |_, _, _| Ok(Vec::new()))
+            .unwrap();
+        assert!(grid.values("other", "b8", "err").unwrap()[0].is_nan());
         assert_eq!(metrics.to_csv().lines().count(), 7);
     }
 }
