@@ -18,7 +18,7 @@ use crate::data::burgers::cache::{load_or_generate, Source};
 use crate::data::burgers::{convergence_check, BurgersConfig};
 use crate::report::evidence::{Better, Claim, Evidence};
 use crate::report::{mean_std, Metrics, Plot, Table};
-use crate::train::choice::{scored_values, EXTENSIONS};
+use crate::train::choice::{extensions, scored_values};
 use crate::train::{
     choose, train as train_loop, Batch, Batches, Budget, Cadence, NonFinite, Plan, Task, Training,
 };
@@ -495,7 +495,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             "fno-burgers: validation relative L2 error of each λ (proximal) and β (ridge), seed {}, trained on {} pairs, scored on {n_val}; {setting}; the lowest per column is used below; a best value at the grid's edge grows the grid by one of its steps, at most {ext} per side (— not scored), and one still at the edge is marked",
             seeds[0],
             n_train - n_val,
-            ext = EXTENSIONS,
+            ext = extensions(cfg.quick),
         ),
         &header_refs,
     );
@@ -507,7 +507,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         };
         let mut choices = Vec::with_capacity(batches.len());
         for &batch in &batches {
-            choices.push(choose(grid, Better::Lower, |reg| {
+            choices.push(choose(grid, Better::Lower, extensions(cfg.quick), |reg| {
                 let run = train_arm(
                     method,
                     reg,

@@ -1,13 +1,24 @@
 //! The validation choice of a hyper-parameter on a log grid that cannot sit at an
 //! edge unnoticed: when the best value is the grid's smallest or largest, the grid
 //! is extended by one of its own steps on that side and the new value scored, up to
-//! [`EXTENSIONS`] steps per side; a value still at the edge after that is marked.
+//! a stated number of steps per side ([`EXTENSIONS`] in the full settings, none in
+//! the quick ones, which keep the demo's budget); a value still at the edge after
+//! that is marked.
 
 use crate::report::evidence::Better;
 use tensor::{Error, Result};
 
-/// Steps the grid may grow on each side.
+/// Steps the grid may grow on each side in a full setting.
 pub const EXTENSIONS: usize = 2;
+
+/// The steps a run may add per side: [`EXTENSIONS`], or none in a quick setting.
+pub fn extensions(quick: bool) -> usize {
+    if quick {
+        0
+    } else {
+        EXTENSIONS
+    }
+}
 
 /// The scored grid and the value chosen.
 #[derive(Clone, Debug, PartialEq)]
@@ -44,11 +55,12 @@ impl Choice {
 
 /// Scores every value of `grid` (positive, ascending, log-spaced; a single value is
 /// not extended) with `score`, which is better `better`, extending the grid past
-/// the best value's edge as [`EXTENSIONS`] allows. A non-finite score disqualifies
+/// the best value's edge by at most `limit` steps per side. A non-finite score disqualifies
 /// its value.
 pub fn choose(
     grid: &[f64],
     better: Better,
+    limit: usize,
     mut score: impl FnMut(f64) -> Result<f64>,
 ) -> Result<Choice> {
     if grid.is_empty()
@@ -60,7 +72,7 @@ pub fn choose(
             format!("the grid must be positive, finite and ascending, got {grid:?}"),
         ));
     }
-    let mut scored = Vec::with_capacity(grid.len() + 2 * EXTENSIONS);
+    let mut scored = Vec::with_capacity(grid.len() + 2 * limit);
     for &v in grid {
         let s = score(v)?;
         scored.push((v, if s.is_finite() { s } else { f64::NAN }));
@@ -70,11 +82,11 @@ pub fn choose(
         let best = best_index(&scored, better);
         let n = scored.len();
         let step = match best {
-            Some(0) if n > 1 && low < EXTENSIONS => {
+            Some(0) if n > 1 && low < limit => {
                 low += 1;
                 significant(scored[0].0 * scored[0].0 / scored[1].0)
             }
-            Some(i) if i + 1 == n && n > 1 && high < EXTENSIONS => {
+            Some(i) if i + 1 == n && n > 1 && high < limit => {
                 high += 1;
                 significant(scored[n - 1].0 * scored[n - 1].0 / scored[n - 2].0)
             }
@@ -141,7 +153,7 @@ mod tests {
 
     #[test]
     fn an_interior_best_is_not_extended() {
-        let c = choose(&[0.1, 1.0, 10.0], Better::Lower, bowl(1.0)).unwrap();
+        let c = choose(&[0.1, 1.0, 10.0], Better::Lower, EXTENSIONS, bowl(1.0)).unwrap();
         assert_eq!(c.best, Some(1.0));
         assert_eq!(c.scored.len(), 3);
         assert!(!c.at_edge);
@@ -150,14 +162,14 @@ mod tests {
 
     #[test]
     fn a_best_at_the_top_grows_the_grid_by_its_own_step_until_interior() {
-        let c = choose(&[0.1, 1.0, 10.0], Better::Lower, bowl(100.0)).unwrap();
+        let c = choose(&[0.1, 1.0, 10.0], Better::Lower, EXTENSIONS, bowl(100.0)).unwrap();
         let values: Vec<f64> = c.scored.iter().map(|p| p.0).collect();
         assert_eq!(values.len(), 5);
         assert_eq!(values[3..], [100.0, 1000.0]);
         assert_eq!(c.best, Some(100.0));
         assert!(!c.at_edge);
         // Extended values are written as the grid's own are.
-        let far = choose(&[1e-3, 3e-3], Better::Lower, bowl(1.0)).unwrap();
+        let far = choose(&[1e-3, 3e-3], Better::Lower, EXTENSIONS, bowl(1.0)).unwrap();
         let values: Vec<f64> = far.scored.iter().map(|p| p.0).collect();
         assert_eq!(values, [1e-3, 3e-3, 9e-3, 2.7e-2]);
     }
@@ -165,29 +177,29 @@ mod tests {
     #[test]
     fn a_best_past_the_limit_is_marked_at_the_edge() {
         // Higher is better: the score grows without bound toward the top.
-        let c = choose(&[1.0, 2.0, 4.0], Better::Higher, bowl(1e-6)).unwrap();
+        let c = choose(&[1.0, 2.0, 4.0], Better::Higher, EXTENSIONS, bowl(1e-6)).unwrap();
         assert_eq!(c.scored.len(), 3 + EXTENSIONS);
         assert_eq!(c.best, Some(16.0));
         assert!(c.at_edge);
         assert_eq!(c.mark(16.0), " ← at the edge");
         // At the bottom, likewise.
-        let c = choose(&[1.0, 2.0, 4.0], Better::Lower, bowl(1e-6)).unwrap();
+        let c = choose(&[1.0, 2.0, 4.0], Better::Lower, EXTENSIONS, bowl(1e-6)).unwrap();
         assert_eq!(c.best, Some(0.25));
         assert!(c.at_edge);
     }
 
     #[test]
     fn failed_values_are_skipped_and_bad_grids_refused() {
-        let c = choose(&[0.1, 1.0, 10.0], Better::Lower, |v| {
+        let c = choose(&[0.1, 1.0, 10.0], Better::Lower, EXTENSIONS, |v| {
             Ok(if v == 1.0 { f64::NAN } else { v })
         })
         .unwrap();
         assert_eq!(c.score(1.0).map(f64::is_nan), Some(true));
         assert_eq!(c.best.map(|b| (b * 1e5).round()), Some(100.0));
-        assert!(choose(&[], Better::Lower, bowl(1.0)).is_err());
-        assert!(choose(&[1.0, 0.5], Better::Lower, bowl(1.0)).is_err());
-        assert!(choose(&[0.0, 1.0], Better::Lower, bowl(1.0)).is_err());
-        let single = choose(&[3.0], Better::Lower, bowl(1.0)).unwrap();
+        assert!(choose(&[], Better::Lower, EXTENSIONS, bowl(1.0)).is_err());
+        assert!(choose(&[1.0, 0.5], Better::Lower, EXTENSIONS, bowl(1.0)).is_err());
+        assert!(choose(&[0.0, 1.0], Better::Lower, EXTENSIONS, bowl(1.0)).is_err());
+        let single = choose(&[3.0], Better::Lower, EXTENSIONS, bowl(1.0)).unwrap();
         assert_eq!((single.best, single.at_edge), (Some(3.0), false));
     }
 }

@@ -75,6 +75,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let evaluate_val =
         |pred: &Tensor<f64>| -> Result<f64> { Ok(nn::loss::accuracy(pred, val_labels)? * 100.0) };
     let selection = Selection {
+        extensions: crate::train::choice::extensions(cfg.quick),
         task: Task {
             train: &fitting,
             targets: &fit_one_hot,

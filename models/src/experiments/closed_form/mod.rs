@@ -12,7 +12,7 @@ use crate::cli::RunConfig;
 use crate::data::Dataset;
 use crate::report::evidence::{Better, Claim, Evidence};
 use crate::report::{mean_std, Metrics, Table};
-use crate::train::choice::{scored_values, EXTENSIONS};
+use crate::train::choice::scored_values;
 use crate::train::{
     choose, train as train_loop, Batch, Batches, Budget, Cadence, NonFinite, Plan,
     Task as TrainTask, Training,
@@ -285,6 +285,9 @@ pub struct Task<'a> {
 pub struct Selection<'a> {
     /// Training on the fitting part, scoring on the validation part.
     pub task: Task<'a>,
+    /// Steps each grid may grow past an edge, per side
+    /// ([`crate::train::choice::extensions`]).
+    pub extensions: usize,
     /// The metric is an error (lower is better), not an accuracy.
     pub lower_is_better: bool,
     /// Grid of proximal λ.
@@ -437,7 +440,7 @@ pub fn sweep(
                 sel.task.train.len(),
                 sel.task.x.shape()[0],
                 s.steps,
-                ext = EXTENSIONS,
+                ext = sel.extensions,
             ),
             headers,
             rows: Vec::new(),
@@ -452,7 +455,7 @@ pub fn sweep(
             };
             let mut choices = Vec::with_capacity(batches.len());
             for (j, &b) in batches.iter().enumerate() {
-                let choice = choose(values, better, |v| {
+                let choice = choose(values, better, sel.extensions, |v| {
                     let run = run_arm(
                         m,
                         sel.task.train,

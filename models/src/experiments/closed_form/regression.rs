@@ -126,6 +126,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                 .item()
         };
         let selection = Selection {
+            extensions: crate::train::choice::extensions(cfg.quick),
             task: Task {
                 train: &fitting,
                 targets: fitting.values()?,
