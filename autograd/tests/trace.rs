@@ -79,6 +79,11 @@ fn identical_runs_give_identical_traces_and_the_csv_round_trips() {
         vec!["kernel path: avx2 vs avx512".to_string()]
     );
     assert!(trace::header_differences(&back, &a).is_empty());
+    let csv = h.to_csv();
+    let (first, rest) = csv.split_once('\n').unwrap();
+    let bad = format!("{first}\n# no colon here\n{rest}");
+    let e = Trace::from_csv(&bad, "bad").unwrap_err().to_string();
+    assert!(e.contains("line 2") && e.contains("key: value"), "{e}");
     let cut = a.to_csv().lines().take(4).collect::<Vec<_>>().join("\n");
     assert!(Trace::from_csv(&cut, "cut")
         .unwrap_err()
