@@ -61,9 +61,34 @@ impl<'a> Grid<'a> {
         arm: &str,
         setting: &str,
         metrics: &mut Metrics,
+        run: impl FnMut(u64, &str, &mut Metrics) -> Result<Numbers>,
+    ) -> Result<()> {
+        let seeds = self.seeds.clone();
+        self.run_at(&seeds, arm, setting, metrics, run)
+    }
+
+    /// Runs `arm` at `setting` at the first seed only: a diagnostic measured on
+    /// one seed (read it back with [`Grid::numbers`]).
+    pub fn run_first(
+        &mut self,
+        arm: &str,
+        setting: &str,
+        metrics: &mut Metrics,
+        run: impl FnMut(u64, &str, &mut Metrics) -> Result<Numbers>,
+    ) -> Result<()> {
+        let first = [self.seeds[0]];
+        self.run_at(&first, arm, setting, metrics, run)
+    }
+
+    fn run_at(
+        &mut self,
+        seeds: &[u64],
+        arm: &str,
+        setting: &str,
+        metrics: &mut Metrics,
         mut run: impl FnMut(u64, &str, &mut Metrics) -> Result<Numbers>,
     ) -> Result<()> {
-        for &seed in &self.seeds {
+        for &seed in seeds {
             let series = Self::series(arm, setting, seed);
             let numbers = self.cfg.cell(&series, metrics, |m| run(seed, &series, m))?;
             self.cells.push(Cell {
@@ -89,16 +114,12 @@ impl<'a> Grid<'a> {
             .seeds
             .iter()
             .map(|&seed| {
-                let cell = self
-                    .cells
-                    .iter()
-                    .find(|c| c.arm == arm && c.setting == setting && c.seed == seed)
-                    .ok_or_else(missing)?;
+                let numbers = self.numbers(arm, setting, seed).map_err(|_| missing())?;
                 // A cell another shard runs is a placeholder: NaN.
-                if cell.numbers.is_empty() {
+                if numbers.is_empty() {
                     return Ok(f64::NAN);
                 }
-                cell.numbers
+                numbers
                     .iter()
                     .find(|(k, _)| k == name)
                     .map(|(_, v)| *v)
@@ -106,6 +127,21 @@ impl<'a> Grid<'a> {
             })
             .collect::<Result<Vec<f64>>>()?;
         Ok(values)
+    }
+
+    /// Every number of the cell (`arm`, `setting`, `seed`): empty for a cell
+    /// another shard runs.
+    pub fn numbers(&self, arm: &str, setting: &str, seed: u64) -> Result<&Numbers> {
+        self.cells
+            .iter()
+            .find(|c| c.arm == arm && c.setting == setting && c.seed == seed)
+            .map(|c| &c.numbers)
+            .ok_or_else(|| {
+                Error::value(
+                    "grid",
+                    format!("no cell of arm '{arm}' at setting '{setting}' and seed {seed}"),
+                )
+            })
     }
 
     /// "mean ± std" of `name` over the seeds, with `digits` decimals.

@@ -6,6 +6,7 @@
 //! held-out sentences.
 
 use crate::cli::RunConfig;
+use crate::grid::Grid;
 use crate::report::evidence::{Better, Claim, Evidence};
 use crate::report::{Metrics, Plot, Table};
 use crate::text::bleu::{corpus_bleu, tokenize_13a};
@@ -517,13 +518,26 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         "seq2seq: first held-out translations of the first optimiser (greedy)",
         &["source", "reference", "output"],
     );
-    let mut bleu: Vec<(Optimiser, String, Vec<f64>)> = Vec::new();
+    let first = seeds[0];
+    let mut grid = Grid::new(cfg, seeds);
+    let mut named = Vec::new();
     for &opt in &optimisers {
-        let runs = seeds
-            .iter()
-            .map(|&seed| train_arm(opt, &corpus, &vocab, &s, beam, seed, &mut metrics))
-            .collect::<Result<Vec<_>>>()?;
-        let values = |f: &dyn Fn(&ArmResult) -> f64| -> Vec<f64> { runs.iter().map(f).collect() };
+        let arm = opt.tag();
+        grid.run(arm, "", &mut metrics, |seed, _, metrics| {
+            let r = train_arm(opt, &corpus, &vocab, &s, beam, seed, metrics)?;
+            if opt == optimisers[0] && seed == first {
+                for (a, b, c) in &r.examples {
+                    examples.row(vec![a.clone(), b.clone(), c.clone()]);
+                }
+            }
+            Ok(vec![
+                ("bleu_greedy".to_string(), r.bleu_greedy),
+                ("bleu_beam".to_string(), r.bleu_beam),
+                ("exact".to_string(), r.exact),
+                ("train_loss".to_string(), r.train_loss),
+                ("seconds_per_epoch".to_string(), r.seconds_per_epoch),
+            ])
+        })?;
         let name = match opt {
             Optimiser::Adam => format!("Adam (peak lr {})", s.lr),
             Optimiser::Sam => format!("SAM around Adam, ρ = {}", s.hyper.rho),
@@ -532,34 +546,28 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                 s.hyper.rho, s.hyper.refresh_every
             ),
         };
-        bleu.push((opt, name.clone(), values(&|r| r.bleu_beam)));
+        let times = grid.values(arm, "", "seconds_per_epoch")?;
         table.row(vec![
-            name,
-            crate::report::mean_std(&values(&|r| r.bleu_greedy), 2),
-            crate::report::mean_std(&values(&|r| r.bleu_beam), 2),
-            crate::report::mean_std(&values(&|r| r.exact), 1),
-            crate::report::mean_std(&values(&|r| r.train_loss), 4),
-            format!(
-                "{:.1}",
-                values(&|r| r.seconds_per_epoch).iter().sum::<f64>() / runs.len() as f64
-            ),
+            name.clone(),
+            grid.mean_std(arm, "", "bleu_greedy", 2)?,
+            grid.mean_std(arm, "", "bleu_beam", 2)?,
+            grid.mean_std(arm, "", "exact", 1)?,
+            grid.mean_std(arm, "", "train_loss", 4)?,
+            format!("{:.1}", times.iter().sum::<f64>() / times.len() as f64),
         ]);
-        if opt == optimisers[0] {
-            for (a, b, c) in &runs[0].examples {
-                examples.row(vec![a.clone(), b.clone(), c.clone()]);
-            }
-        }
+        named.push((opt, name));
     }
     // LLQR+SAM against Adam and SAM on beam BLEU.
-    if let Some((_, name, mine)) = bleu.iter().find(|(o, ..)| *o == Optimiser::LlqrSam) {
-        for (_, other, theirs) in bleu.iter().filter(|(o, ..)| *o != Optimiser::LlqrSam) {
+    if let Some((_, name)) = named.iter().find(|(o, _)| *o == Optimiser::LlqrSam) {
+        let mine = grid.values(Optimiser::LlqrSam.tag(), "", "bleu_beam")?;
+        for (o, other) in named.iter().filter(|(o, _)| *o != Optimiser::LlqrSam) {
             table.evidence.push(Evidence {
                 claim: Claim::LlqrSam,
                 setting: "seq2seq, synthetic translation".into(),
                 metric: format!("BLEU beam {beam}"),
                 better: Better::Higher,
                 method: (name.clone(), mine.clone()),
-                baseline: (other.clone(), theirs.clone()),
+                baseline: (other.clone(), grid.values(o.tag(), "", "bleu_beam")?),
                 paired: true,
             });
         }

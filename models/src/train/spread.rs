@@ -2,7 +2,7 @@
 //! and the share that moved from the identity.
 
 use crate::report::Metrics;
-use crate::sweep::Fields;
+use crate::sweep::field;
 use tensor::Result;
 
 /// Minimum, median, maximum and the fraction moved from 1 of a set of values (U's entries).
@@ -32,16 +32,18 @@ impl Spread {
         })
     }
 
-    /// The spread back from a cell's fields (`None` when they hold none).
-    pub fn from_fields(f: &Fields) -> Result<Option<Spread>> {
-        if !f.pairs().iter().any(|(k, _)| k == "u_median") {
+    /// The spread back from a cell's numbers (`None` when they hold none, as a
+    /// placeholder's or a non-LLQR arm's do).
+    pub fn from_numbers(numbers: &[(String, f64)]) -> Result<Option<Spread>> {
+        if !numbers.iter().any(|(k, _)| k == "u_median") {
             return Ok(None);
         }
+        let get = |name: &str| field(numbers, name);
         Ok(Some(Spread {
-            min: f.get("u_min")?,
-            median: f.get("u_median")?,
-            max: f.get("u_max")?,
-            moved: f.get("u_moved")?,
+            min: get("u_min")?,
+            median: get("u_median")?,
+            max: get("u_max")?,
+            moved: get("u_moved")?,
         }))
     }
 

@@ -11,8 +11,8 @@ pub mod network;
 
 use crate::cli::RunConfig;
 use crate::experiments::images::ImageSet;
-use crate::report::{mean_std, Metrics, Plot, Table};
-use crate::sweep::{CellValue, Fields};
+use crate::grid::Grid;
+use crate::report::{Metrics, Plot, Table};
 use crate::train::set_mode;
 use crate::train::{
     batch_x, preconditioning_batch, train, Batch, Batches, Budget, Hyper, Method, Plan,
@@ -233,35 +233,6 @@ pub struct ArmResult {
     pub preconditioner: Option<Spread>,
     /// The trained parameters (the closed-form head as `net.head.closed_form`).
     pub tensors: NamedTensors,
-}
-
-/// What the table needs of one [`ArmResult`]: one cell of the sweep.
-struct SeedCell {
-    accuracy: f64,
-    train_loss: f64,
-    seconds_per_epoch: f64,
-    preconditioner: Option<Spread>,
-}
-
-impl CellValue for SeedCell {
-    fn to_fields(&self) -> Fields {
-        let mut f = vec![
-            ("accuracy".to_string(), self.accuracy),
-            ("train_loss".to_string(), self.train_loss),
-            ("seconds_per_epoch".to_string(), self.seconds_per_epoch),
-        ];
-        f.extend(Spread::fields(self.preconditioner));
-        Fields::new(f)
-    }
-
-    fn from_fields(f: &Fields) -> Result<Self> {
-        Ok(SeedCell {
-            accuracy: f.get("accuracy")?,
-            train_loss: f.get("train_loss")?,
-            seconds_per_epoch: f.get("seconds_per_epoch")?,
-            preconditioner: Spread::from_fields(f)?,
-        })
-    }
 }
 
 /// The state of the network's buffers (BatchNorm running statistics), so that a
@@ -678,44 +649,37 @@ pub fn run_with(cfg: &RunConfig, defaults: &Defaults) -> Result<Vec<Table>> {
     let mut metrics = Metrics::default();
     let mut model = Vec::new();
     let mut first_time = None;
+    let first = seeds[0];
+    let mut grid = Grid::new(cfg, seeds);
     for &opt in &optimisers {
-        let (mut accs, mut losses, mut times) = (Vec::new(), Vec::new(), Vec::new());
-        let mut spread = None;
-        for &seed in &seeds {
-            let key = format!("{}/seed{seed}", opt.tag());
-            let r = cfg.cell(&key, &mut metrics, |metrics| {
-                let r = train_arm(opt, &images, &s, seed, metrics)?;
-                let cell = SeedCell {
-                    accuracy: r.accuracy,
-                    train_loss: r.train_loss,
-                    seconds_per_epoch: r.seconds_per_epoch,
-                    preconditioner: r.preconditioner,
-                };
-                if seed == seeds[0] {
-                    model.extend(
-                        r.tensors
-                            .into_iter()
-                            .map(|(n, t)| (format!("{}.{n}", opt.tag()), t)),
-                    );
-                }
-                Ok(cell)
-            })?;
-            accs.push(r.accuracy);
-            losses.push(r.train_loss);
-            times.push(r.seconds_per_epoch);
-            if seed == seeds[0] {
-                spread = r.preconditioner;
+        let arm = opt.tag();
+        grid.run(arm, "", &mut metrics, |seed, _, metrics| {
+            let r = train_arm(opt, &images, &s, seed, metrics)?;
+            if seed == first {
+                model.extend(
+                    r.tensors
+                        .into_iter()
+                        .map(|(n, t)| (format!("{arm}.{n}"), t)),
+                );
             }
-        }
+            let mut numbers = vec![
+                ("accuracy".to_string(), r.accuracy),
+                ("train_loss".to_string(), r.train_loss),
+                ("seconds_per_epoch".to_string(), r.seconds_per_epoch),
+            ];
+            numbers.extend(Spread::fields(r.preconditioner));
+            Ok(numbers)
+        })?;
+        let times = grid.values(arm, "", "seconds_per_epoch")?;
         let time = times.iter().sum::<f64>() / times.len() as f64;
         let base = *first_time.get_or_insert(time);
         table.row(vec![
             opt.name(&s),
-            mean_std(&accs, 2) + " %",
-            mean_std(&losses, 4),
+            grid.mean_std(arm, "", "accuracy", 2)? + " %",
+            grid.mean_std(arm, "", "train_loss", 4)?,
             format!("{time:.1}"),
             format!("{:.2}", time / base),
-            spread.map_or("—".into(), Spread::cell),
+            Spread::from_numbers(grid.numbers(arm, "", first)?)?.map_or("—".into(), Spread::cell),
         ]);
     }
     cfg.run_dir(name)?.finish(

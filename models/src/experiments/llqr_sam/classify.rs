@@ -8,9 +8,9 @@ use super::network::Model;
 use crate::cli::RunConfig;
 use crate::data::Dataset;
 use crate::experiments::images::{self, ImageSet};
+use crate::grid::Grid;
 use crate::report::evidence::{Better, Claim, Evidence};
 use crate::report::{mean_std, Metrics, Plot, Table};
-use crate::sweep::{CellValue, Fields};
 use crate::train::set_mode;
 use crate::train::{
     batch_x, preconditioning_batch, train as train_loop, Batch, Batches, Budget, Hyper, Method,
@@ -259,109 +259,76 @@ struct Summary {
     sanitised: usize,
 }
 
-/// Trains `arm` on every seed and noise level, each (seed, level) one cell of the
-/// sweep; the first seed's parameters at the first level go into `model` under
-/// `tag`.
+/// The grid setting of noise `level` (a fraction): `noise40`.
+fn level_name(level: f64) -> String {
+    format!("noise{:.0}", level * 100.0)
+}
+
+/// Trains `arm` on every noise level and seed, each (level, seed) one cell of
+/// `grid` under `tag`; the first seed's parameters at the first level go into
+/// `model`.
 fn summarise(
     arm: &Arm,
     tag: &str,
     data: &Data,
-    seeds: &[u64],
-    cfg: &RunConfig,
-    metrics: &mut Metrics,
+    grid: &mut Grid,
+    (quiet, metrics): (bool, &mut Metrics),
     model: &mut Vec<(String, AnyTensor)>,
 ) -> Result<Summary> {
+    let first = grid.seeds()[0];
+    for (level, &noise) in data.levels.iter().enumerate() {
+        grid.run(tag, &level_name(noise), metrics, |seed, series, metrics| {
+            let train = data.noisy(noise, seed)?;
+            let r = train_arm(arm, (&train, &data.test), seed, series, quiet, metrics)?;
+            if seed == first && level == 0 {
+                model.extend(
+                    r.store
+                        .to_tensors()
+                        .into_iter()
+                        .map(|(n, t)| (format!("{tag}.{n}"), t)),
+                );
+            }
+            let mut numbers = vec![
+                ("accuracy".to_string(), r.accuracy),
+                (
+                    "diverged".to_string(),
+                    f64::from(u8::from(r.diverged_at.is_some())),
+                ),
+                ("ms_per_step".to_string(), r.ms_per_step),
+                ("ms_at_authors_period".to_string(), r.ms_at_authors_period),
+                ("sanitised".to_string(), r.sanitised as f64),
+            ];
+            numbers.extend(Spread::fields(r.preconditioner));
+            Ok(numbers)
+        })?;
+    }
     let mut out = Summary {
-        accuracy: vec![Vec::new(); data.levels.len()],
+        accuracy: Vec::new(),
         ms: Vec::new(),
         ms_authors: Vec::new(),
-        preconditioner: None,
+        preconditioner: Spread::from_numbers(grid.numbers(
+            tag,
+            &level_name(data.levels[0]),
+            first,
+        )?)?,
         sanitised: 0,
     };
-    for &seed in seeds {
-        for (level, &noise) in data.levels.iter().enumerate() {
-            let series = format!("{tag}/noise{:.0}/seed{seed}", noise * 100.0);
-            let first = seed == seeds[0] && level == 0;
-            let r = cfg.cell(&series, metrics, |metrics| {
-                let train = data.noisy(noise, seed)?;
-                let r = train_arm(arm, (&train, &data.test), seed, &series, cfg.quiet, metrics)?;
-                if first {
-                    model.extend(
-                        r.store
-                            .to_tensors()
-                            .into_iter()
-                            .map(|(n, t)| (format!("{tag}.{n}"), t)),
-                    );
-                }
-                Ok(ArmCell::from(&r))
-            })?;
-            out.accuracy[level].push(r.accuracy);
-            out.sanitised += r.sanitised;
-            if !r.diverged {
-                out.ms.push(r.ms_per_step);
-                out.ms_authors.push(r.ms_at_authors_period);
-            }
-            if first {
-                out.preconditioner = r.preconditioner;
+    for &noise in &data.levels {
+        let level = level_name(noise);
+        out.accuracy.push(grid.values(tag, &level, "accuracy")?);
+        let diverged = grid.values(tag, &level, "diverged")?;
+        let ms = grid.values(tag, &level, "ms_per_step")?;
+        let ms_authors = grid.values(tag, &level, "ms_at_authors_period")?;
+        for k in 0..diverged.len() {
+            if diverged[k] != 1.0 {
+                out.ms.push(ms[k]);
+                out.ms_authors.push(ms_authors[k]);
             }
         }
+        let sanitised = grid.values(tag, &level, "sanitised")?;
+        out.sanitised += sanitised.iter().filter(|v| v.is_finite()).sum::<f64>() as usize;
     }
     Ok(out)
-}
-
-/// What the tables need of one [`ArmResult`]: one cell of the sweep.
-struct ArmCell {
-    accuracy: f64,
-    diverged: bool,
-    ms_per_step: f64,
-    ms_at_authors_period: f64,
-    preconditioner: Option<Spread>,
-    sanitised: usize,
-}
-
-impl From<&ArmResult> for ArmCell {
-    fn from(r: &ArmResult) -> Self {
-        ArmCell {
-            accuracy: r.accuracy,
-            diverged: r.diverged_at.is_some(),
-            ms_per_step: r.ms_per_step,
-            ms_at_authors_period: r.ms_at_authors_period,
-            preconditioner: r.preconditioner,
-            sanitised: r.sanitised,
-        }
-    }
-}
-
-impl CellValue for ArmCell {
-    fn to_fields(&self) -> Fields {
-        let mut f = vec![
-            ("accuracy".to_string(), self.accuracy),
-            ("diverged".to_string(), f64::from(u8::from(self.diverged))),
-            ("ms_per_step".to_string(), self.ms_per_step),
-            (
-                "ms_at_authors_period".to_string(),
-                self.ms_at_authors_period,
-            ),
-            ("sanitised".to_string(), self.sanitised as f64),
-        ];
-        f.extend(Spread::fields(self.preconditioner));
-        Fields::new(f)
-    }
-
-    fn from_fields(f: &Fields) -> Result<Self> {
-        Ok(ArmCell {
-            accuracy: f.get("accuracy")?,
-            diverged: f.get("diverged")? == 1.0,
-            ms_per_step: f.get("ms_per_step")?,
-            ms_at_authors_period: f.get("ms_at_authors_period")?,
-            preconditioner: Spread::from_fields(f)?,
-            sanitised: if f.is_placeholder() {
-                0
-            } else {
-                f.get("sanitised")? as usize
-            },
-        })
-    }
 }
 
 fn preconditioner_cell(u: Option<Spread>) -> String {
@@ -495,6 +462,8 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         ),
         &header_refs,
     );
+    let n_seeds = seeds.len();
+    let mut grid = Grid::new(cfg, seeds);
     let mut sgd_ms = None;
     // Every arm's accuracies (per level, over seeds), for the claim's test.
     let mut accuracies: Vec<(Method, Vec<Vec<f64>>)> = Vec::new();
@@ -508,9 +477,8 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             &arm,
             &method.tag(),
             &data,
-            &seeds,
-            cfg,
-            &mut metrics,
+            &mut grid,
+            (cfg.quiet, &mut metrics),
             &mut model,
         )?;
         accuracies.push((method, s.accuracy.clone()));
@@ -560,8 +528,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         let header_refs: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
         let mut t = Table::new(
             &format!(
-                "llqr-sam: a sweep of the inner solve's learning rate around the authors' 1e-3 (not used to choose the headline arms); same setting, {} seeds",
-                seeds.len()
+                "llqr-sam: a sweep of the inner solve's learning rate around the authors' 1e-3 (not used to choose the headline arms); same setting, {n_seeds} seeds"
             ),
             &header_refs,
         );
@@ -576,7 +543,14 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                 budget: budget.clone(),
             };
             let tag = format!("{}-inner{inner_lr}", method.tag());
-            let s = summarise(&arm, &tag, &data, &seeds, cfg, &mut metrics, &mut model)?;
+            let s = summarise(
+                &arm,
+                &tag,
+                &data,
+                &mut grid,
+                (cfg.quiet, &mut metrics),
+                &mut model,
+            )?;
             let mut row = vec![method.name(), format!("{inner_lr}")];
             row.extend(s.accuracy.iter().map(|a| accuracy_cell(a)));
             row.push(preconditioner_cell(s.preconditioner));
