@@ -6,6 +6,7 @@
 //! (log Z included) for the five cells: the lift, its no-slack and learned-code
 //! ablations, PGD and softplus.
 
+use super::cells::{self, Probes};
 use super::density::Density;
 use super::landscape::{Slice, Trajectory};
 use super::{
@@ -14,11 +15,13 @@ use super::{
 };
 use crate::cli::RunConfig;
 use crate::data::toy::Target1d;
+use crate::grid::{Grid, Numbers};
 use crate::report::heatmap::{self, Heatmap};
-use crate::report::{mean_std, Metrics, Plot, Table};
+use crate::report::{Metrics, Plot, Table};
+use crate::sweep::field;
 use autograd::{no_grad, Var};
 use nn::checkpoint::NamedTensors;
-use optim::lift::{CrossCov, LiftConfig, LiftVariant};
+use optim::lift::{LiftConfig, LiftVariant};
 use tensor::{Error, Result, Rng, Tensor};
 
 /// Options of this experiment.
@@ -106,7 +109,7 @@ pub struct RunResult {
     /// Steps skipped for a non-finite loss or gradient.
     pub skipped: usize,
     /// σ²_Jac snapshots (iteration, reading).
-    pub probes: Vec<(usize, Option<CrossCov>)>,
+    pub probes: Probes,
     /// Per-entry shoulder dynamics (runs that probe, 100 snapshots).
     pub escape: Option<Escape>,
     /// The trained model.
@@ -335,194 +338,298 @@ pub fn train_one(
     })
 }
 
-/// Runs the experiment and returns its table.
-pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
-    cfg.check_known("lift-ebm-1d", OPTIONS)?;
-    let iterations = cfg.opt_positive("iterations", if cfg.quick { 500 } else { 3000 })?;
-    let width = cfg.opt_positive("width", if cfg.quick { 32 } else { 128 })?;
-    let grid_n = cfg.opt_positive("grid", if cfg.quick { 400 } else { 2000 })?;
-    let targets: Vec<String> =
-        cfg.opt_list("targets", &["gumbel".to_string(), "laplace".to_string()])?;
-    let seeds = cfg.seed_list(2, 5)?;
-    let mut metrics = Metrics::default();
-    let mut model = Vec::new();
-    let lift = LiftConfig {
-        emit_all: super::parse_emit(&cfg.opt("emit", "all".to_string())?)?,
-        ..LiftConfig::default()
-    };
-    let mut table = Table::new(
-        &format!(
-            "lift-ebm-1d: log-concave EBM, ICNN width {width} × 3 layers, {iterations} iterations, batch 256, {} seeds, the lift emitting {}; TV and test NLL with log Z by quadrature (exact in 1-D)",
-            seeds.len(),
-            if lift.emit_all { "every ICNN parameter" } else { "the constrained weights" }
-        ),
-        &["target", "method", "parameters", "total variation", "test NLL", "shoulder occupancy", "non-finite steps skipped", "s / run"],
-    );
-    let probe_every: usize = cfg.opt("probe-every", iterations / 5)?;
-    let landscape: usize = cfg.opt("landscape", if cfg.quick { 15 } else { 31 })?;
-    if landscape == 1 {
-        return Err(Error::value(
-            "lift-ebm-1d",
-            "--landscape needs at least 2 grid points per axis (or 0 for none)",
-        ));
-    }
-    let mut maps = Vec::new();
-    let mut lands = Table::new(
-        &format!("lift-ebm-1d: loss landscapes at seed {} (landscape.svg): test NLL on a {landscape}×{landscape} grid over the slice through the last iterate along the trajectory's top two PCA directions (filter-normalised, radius 1.6 × the path's extent), in θ (the non-negative weights) and, for the lift, in its own (φ, b)", seeds[0]),
-        &["target", "cell", "space", "path variance in the slice", "NLL at the last iterate", "grid minimum", "grid median"],
-    );
-    let mut escapes = Table::new(
-        &format!("lift-ebm-1d: escape dynamics, seed {}: every latent entry's shoulder membership (sigmoid(θ̃) ≤ 0.05; PGD: clamped to 0) at 100 snapshots over training", seeds[0]),
-        &["target", "cell", "entries ever on the shoulder", "of all entries, on it and later off", "state changes per entry"],
-    );
-    let mut sigma = Table::new(
-        &format!("lift-ebm-1d: σ²_Jac = tr Σ̂_slack during training on the objective with log Z, seed {}, {PROBES} probe batches of 256 per snapshot (trace, permutation p-value in brackets; — = no slack channel); the theorem: zero without a slack or a batch-dependent body", seeds[0]),
-        &["target", "cell", "snapshots (iteration: trace [p])"],
-    );
-    for t in &targets {
-        let target = Target1d::parse(t)?;
-        let (a, b) = target.window();
-        let h = -target
-            .sample(200_000, &mut Rng::new(1))?
-            .to_vec()
-            .iter()
-            .map(|&x| target.log_density(x))
-            .sum::<f64>()
-            / 200_000.0;
-        let control = cfg.opt("control", !cfg.quick)?;
-        let (mut all_tv, mut all_nll) = (Vec::new(), Vec::new());
-        for strategy in Strategy::ALL
-            .into_iter()
-            .filter(|&s| control || s != Strategy::SoftplusWide)
-        {
-            let (mut tvs, mut nlls, mut shoulders, mut secs, mut size, mut skipped) =
-                (vec![], vec![], vec![], vec![], 0, 0);
-            for &seed in &seeds {
-                let probing = seed == seeds[0] && strategy != Strategy::SoftplusWide;
-                let r = train_one(
-                    target,
-                    strategy,
-                    &lift,
-                    width,
-                    iterations,
-                    grid_n,
-                    seed,
-                    if probing { probe_every } else { 0 },
-                    if seed == seeds[0] && strategy != Strategy::SoftplusWide {
-                        landscape
-                    } else {
-                        0
-                    },
-                    cfg.quiet,
-                    &mut metrics,
-                )?;
-                skipped += r.skipped;
-                if probing && probe_every > 0 {
-                    sigma.row(vec![
-                        target.name().into(),
-                        strategy.name().into(),
-                        snapshots(&r.probes),
-                    ]);
-                    if let Some(e) = &r.escape {
-                        escapes.row(escape_row(target.name(), strategy.name(), e));
-                    }
-                }
-                for l in r.landscapes {
-                    let (centre, min, median) = l.summary();
-                    lands.row(vec![
-                        target.name().into(),
-                        strategy.name().into(),
-                        l.space.into(),
-                        format!("{:.1} %", 100.0 * l.slice.explained),
-                        format!("{centre:.3}"),
-                        format!("{min:.3}"),
-                        format!("{median:.3}"),
-                    ]);
-                    maps.push(l.map);
-                }
-                if seed == seeds[0] {
-                    let tag = format!("{}.{}", target.name(), strategy.name());
-                    model.extend(
-                        r.tensors
-                            .into_iter()
-                            .map(|(k, v)| (format!("{tag}.{k}"), v)),
-                    );
-                }
-                tvs.push(r.tv);
-                nlls.push(r.nll);
-                shoulders.push(r.shoulder);
-                secs.push(r.seconds);
-                size = r.params;
-            }
-            table.row(vec![
-                format!("{} (entropy {h:.3}, window [{a}, {b}])", target.name()),
-                strategy.name().into(),
-                size.to_string(),
-                mean_std(&tvs, 4),
-                mean_std(&nlls, 3),
-                mean_std(&shoulders, 3),
-                skipped.to_string(),
-                mean_std(&secs, 1),
+impl RunResult {
+    /// The cell's numbers: the scores, the counts, the σ²_Jac snapshots and the
+    /// escape summary of a probing run.
+    fn numbers(&self) -> Numbers {
+        let mut numbers = vec![
+            ("tv".to_string(), self.tv),
+            ("nll".to_string(), self.nll),
+            ("shoulder".to_string(), self.shoulder),
+            ("secs".to_string(), self.seconds),
+            ("params".to_string(), self.params as f64),
+            ("skipped".to_string(), self.skipped as f64),
+        ];
+        numbers.extend(cells::probe_numbers(&self.probes));
+        if let Some(e) = &self.escape {
+            numbers.extend([
+                ("escape_ever".to_string(), e.ever),
+                ("escape_left".to_string(), e.left),
+                ("escape_changes".to_string(), e.changes),
             ]);
-            all_tv.push((strategy, tvs));
-            all_nll.push((strategy, nlls));
         }
-        let setting = format!("lift-ebm-1d, {}", target.name());
-        table
-            .evidence
-            .extend(super::lift_evidence(&setting, "total variation", &all_tv));
-        table
-            .evidence
-            .extend(super::lift_evidence(&setting, "test NLL", &all_nll));
-        if probe_every > 0 {
-            for variant in [LiftVariant::NoSlack, LiftVariant::Code] {
-                let ablation = LiftConfig {
-                    variant,
-                    ..lift.clone()
-                };
-                let r = train_one(
-                    target,
-                    Strategy::Lift,
-                    &ablation,
-                    width,
-                    iterations,
-                    grid_n,
-                    seeds[0],
-                    probe_every,
-                    0,
-                    cfg.quiet,
-                    &mut metrics,
-                )?;
-                sigma.row(vec![
-                    target.name().into(),
-                    cell_name(Strategy::Lift, variant),
-                    snapshots(&r.probes),
-                ]);
-                if let Some(e) = &r.escape {
-                    escapes.row(escape_row(
-                        target.name(),
-                        &cell_name(Strategy::Lift, variant),
-                        e,
-                    ));
-                }
+        numbers
+    }
+}
+
+/// The escape summary back from a cell's numbers (`None` when it has none).
+fn escape_from(numbers: &Numbers) -> Result<Option<Escape>> {
+    if !numbers.iter().any(|(k, _)| k == "escape_ever") {
+        return Ok(None);
+    }
+    Ok(Some(Escape {
+        ever: field(numbers, "escape_ever")?,
+        left: field(numbers, "escape_left")?,
+        changes: field(numbers, "escape_changes")?,
+    }))
+}
+
+/// The options of one run.
+struct Options {
+    iterations: usize,
+    width: usize,
+    grid_n: usize,
+    targets: Vec<Target1d>,
+    lift: LiftConfig,
+    probe_every: usize,
+    landscape: usize,
+    control: bool,
+    quiet: bool,
+}
+
+impl Options {
+    /// The options from the command line.
+    fn parse(cfg: &RunConfig) -> Result<Options> {
+        cfg.check_known("lift-ebm-1d", OPTIONS)?;
+        let iterations = cfg.opt_positive("iterations", if cfg.quick { 500 } else { 3000 })?;
+        let landscape = cfg.opt("landscape", if cfg.quick { 15 } else { 31 })?;
+        if landscape == 1 {
+            return Err(Error::value(
+                "lift-ebm-1d",
+                "--landscape needs at least 2 grid points per axis (or 0 for none)",
+            ));
+        }
+        let targets = cfg
+            .opt_list("targets", &["gumbel".to_string(), "laplace".to_string()])?
+            .iter()
+            .map(|t| Target1d::parse(t))
+            .collect::<Result<_>>()?;
+        Ok(Options {
+            iterations,
+            width: cfg.opt_positive("width", if cfg.quick { 32 } else { 128 })?,
+            grid_n: cfg.opt_positive("grid", if cfg.quick { 400 } else { 2000 })?,
+            targets,
+            lift: LiftConfig {
+                emit_all: super::parse_emit(&cfg.opt("emit", "all".to_string())?)?,
+                ..LiftConfig::default()
+            },
+            probe_every: cfg.opt("probe-every", iterations / 5)?,
+            landscape,
+            control: cfg.opt("control", !cfg.quick)?,
+            quiet: cfg.quiet,
+        })
+    }
+
+    /// Trains `strategy` (with `lift`'s settings) on `target` at `seed`, with
+    /// σ²_Jac snapshots every `probe_every` and landscapes of `landscape` points.
+    fn train(
+        &self,
+        (target, strategy, lift): (Target1d, Strategy, &LiftConfig),
+        seed: u64,
+        (probe_every, landscape): (usize, usize),
+        metrics: &mut Metrics,
+    ) -> Result<RunResult> {
+        train_one(
+            target,
+            strategy,
+            lift,
+            self.width,
+            self.iterations,
+            self.grid_n,
+            seed,
+            probe_every,
+            landscape,
+            self.quiet,
+            metrics,
+        )
+    }
+}
+
+/// The tables and landscape maps a run fills, target by target.
+struct Tables {
+    headline: Table,
+    lands: Table,
+    escapes: Table,
+    sigma: Table,
+    maps: Vec<Heatmap>,
+}
+
+impl Tables {
+    fn new(o: &Options, seeds: usize, first: u64) -> Tables {
+        let (n, iterations, width) = (o.landscape, o.iterations, o.width);
+        Tables {
+            headline: Table::new(
+                &format!(
+                    "lift-ebm-1d: log-concave EBM, ICNN width {width} × 3 layers, {iterations} iterations, batch 256, {seeds} seeds, the lift emitting {}; TV and test NLL with log Z by quadrature (exact in 1-D)",
+                    if o.lift.emit_all { "every ICNN parameter" } else { "the constrained weights" }
+                ),
+                &["target", "method", "parameters", "total variation", "test NLL", "shoulder occupancy", "non-finite steps skipped", "s / run"],
+            ),
+            lands: Table::new(
+                &format!("lift-ebm-1d: loss landscapes at seed {first} (landscape.svg): test NLL on a {n}×{n} grid over the slice through the last iterate along the trajectory's top two PCA directions (filter-normalised, radius 1.6 × the path's extent), in θ (the non-negative weights) and, for the lift, in its own (φ, b)"),
+                &["target", "cell", "space", "path variance in the slice", "NLL at the last iterate", "grid minimum", "grid median"],
+            ),
+            escapes: Table::new(
+                &format!("lift-ebm-1d: escape dynamics, seed {first}: every latent entry's shoulder membership (sigmoid(θ̃) ≤ 0.05; PGD: clamped to 0) at 100 snapshots over training"),
+                &["target", "cell", "entries ever on the shoulder", "of all entries, on it and later off", "state changes per entry"],
+            ),
+            sigma: Table::new(
+                &format!("lift-ebm-1d: σ²_Jac = tr Σ̂_slack during training on the objective with log Z, seed {first}, {PROBES} probe batches of 256 per snapshot (trace, permutation p-value in brackets; — = no slack channel); the theorem: zero without a slack or a batch-dependent body"),
+                &["target", "cell", "snapshots (iteration: trace [p])"],
+            ),
+            maps: Vec::new(),
+        }
+    }
+
+    /// The σ²_Jac and escape rows of `cell` from its first-seed numbers.
+    fn probe_rows(&mut self, target: &str, cell: &str, numbers: &Numbers) -> Result<()> {
+        let probes = cells::probes_from(numbers)?;
+        self.sigma
+            .row(vec![target.into(), cell.into(), snapshots(&probes)]);
+        if let Some(e) = escape_from(numbers)? {
+            self.escapes.row(escape_row(target, cell, &e));
+        }
+        Ok(())
+    }
+
+    /// The landscape rows and maps of a first-seed run.
+    fn landscape_rows(&mut self, target: &str, cell: &str, landscapes: Vec<Landscape>) {
+        for l in landscapes {
+            let (centre, min, median) = l.summary();
+            self.lands.row(vec![
+                target.into(),
+                cell.into(),
+                l.space.into(),
+                format!("{:.1} %", 100.0 * l.slice.explained),
+                format!("{centre:.3}"),
+                format!("{min:.3}"),
+                format!("{median:.3}"),
+            ]);
+            self.maps.push(l.map);
+        }
+    }
+}
+
+/// Every strategy on `target` over the grid's seeds (the first seed probes,
+/// draws the landscapes and keeps its model): the headline rows and evidence.
+fn headline(
+    o: &Options,
+    target: Target1d,
+    grid: &mut Grid,
+    (t, metrics, model): (&mut Tables, &mut Metrics, &mut NamedTensors),
+) -> Result<()> {
+    let (a, b) = target.window();
+    let samples = target.sample(200_000, &mut Rng::new(1))?.to_vec();
+    let h = -samples.iter().map(|&x| target.log_density(x)).sum::<f64>() / 200_000.0;
+    let (first, name) = (grid.seeds()[0], target.name());
+    let (mut all_tv, mut all_nll) = (Vec::new(), Vec::new());
+    for strategy in Strategy::ALL
+        .into_iter()
+        .filter(|&s| o.control || s != Strategy::SoftplusWide)
+    {
+        let arm = strategy.name();
+        let diagnosed = strategy != Strategy::SoftplusWide;
+        grid.run(arm, name, metrics, |seed, _, metrics| {
+            let at_first = seed == first && diagnosed;
+            let depth = if at_first {
+                (o.probe_every, o.landscape)
+            } else {
+                (0, 0)
+            };
+            let mut r = o.train((target, strategy, &o.lift), seed, depth, metrics)?;
+            t.landscape_rows(name, arm, std::mem::take(&mut r.landscapes));
+            if seed == first {
+                let tensors = std::mem::take(&mut r.tensors);
+                model.extend(
+                    tensors
+                        .into_iter()
+                        .map(|(k, v)| (format!("{name}.{arm}.{k}"), v)),
+                );
             }
+            Ok(r.numbers())
+        })?;
+        if diagnosed && o.probe_every > 0 {
+            t.probe_rows(name, arm, grid.numbers(arm, name, first)?)?;
+        }
+        t.headline.row(vec![
+            format!("{name} (entropy {h:.3}, window [{a}, {b}])"),
+            arm.into(),
+            cells::params(grid, arm, name)?.to_string(),
+            grid.mean_std(arm, name, "tv", 4)?,
+            grid.mean_std(arm, name, "nll", 3)?,
+            grid.mean_std(arm, name, "shoulder", 3)?,
+            cells::skipped(grid, arm, name)?.to_string(),
+            grid.mean_std(arm, name, "secs", 1)?,
+        ]);
+        all_tv.push((strategy, grid.values(arm, name, "tv")?));
+        all_nll.push((strategy, grid.values(arm, name, "nll")?));
+    }
+    let setting = format!("lift-ebm-1d, {name}");
+    let evidence = &mut t.headline.evidence;
+    evidence.extend(super::lift_evidence(&setting, "total variation", &all_tv));
+    evidence.extend(super::lift_evidence(&setting, "test NLL", &all_nll));
+    Ok(())
+}
+
+/// σ²_Jac and escapes of the lift's two ablations (no slack, a learned code) at
+/// the first seed.
+fn ablations(
+    o: &Options,
+    target: Target1d,
+    grid: &mut Grid,
+    (t, metrics): (&mut Tables, &mut Metrics),
+) -> Result<()> {
+    let first = grid.seeds()[0];
+    for variant in [LiftVariant::NoSlack, LiftVariant::Code] {
+        let ablation = LiftConfig {
+            variant,
+            ..o.lift.clone()
+        };
+        let cell = cell_name(Strategy::Lift, variant);
+        grid.run_first(&cell, target.name(), metrics, |seed, _, metrics| {
+            let depth = (o.probe_every, 0);
+            Ok(
+                o.train((target, Strategy::Lift, &ablation), seed, depth, metrics)?
+                    .numbers(),
+            )
+        })?;
+        t.probe_rows(
+            target.name(),
+            &cell,
+            grid.numbers(&cell, target.name(), first)?,
+        )?;
+    }
+    Ok(())
+}
+
+/// Runs the experiment and returns its tables.
+pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
+    let o = Options::parse(cfg)?;
+    let seeds = cfg.seed_list(2, 5)?;
+    let mut t = Tables::new(&o, seeds.len(), seeds[0]);
+    let mut grid = Grid::new(cfg, seeds);
+    let (mut metrics, mut model) = (Metrics::default(), Vec::new());
+    for &target in &o.targets {
+        headline(&o, target, &mut grid, (&mut t, &mut metrics, &mut model))?;
+        if o.probe_every > 0 {
+            ablations(&o, target, &mut grid, (&mut t, &mut metrics))?;
         }
     }
-    let mut tables = vec![table];
-    if landscape > 0 {
-        tables.push(lands);
+    let mut tables = vec![t.headline];
+    if o.landscape > 0 {
+        tables.push(t.lands);
     }
-    if probe_every > 0 {
-        tables.push(sigma);
-        tables.push(escapes);
+    if o.probe_every > 0 {
+        tables.push(t.sigma);
+        tables.push(t.escapes);
     }
     let dir = cfg.run_dir("lift-ebm-1d")?;
-    if !maps.is_empty() {
+    if !t.maps.is_empty() {
         dir.write_figure(
             "landscape.svg",
             &heatmap::render(
                 "lift-ebm-1d: loss landscapes along the training path (white; ○ start, ● end)",
-                &maps,
+                &t.maps,
             ),
         )?;
     }

@@ -15,16 +15,17 @@
 //! its two ablations (no slack: no reading; learned code: batch-independent) and
 //! for PGD and softplus, whose slack channel is their own latent.
 
+use super::cells::{self, Probes};
 use super::density::{no_scores, Density};
 use super::{cell_name, icnn_config, record_sigma, snapshots, Convention, Model, Strategy, PROBES};
 use crate::cli::RunConfig;
 use crate::data::gaussian::Gaussian;
 use crate::data::toy::Target2d;
+use crate::grid::{Grid, Numbers};
 use crate::report::{mean_std, svg, Metrics, Plot, Table};
-use crate::sweep::{CellValue, Fields};
 use autograd::{grad, no_grad, Var};
 use nn::checkpoint::NamedTensors;
-use optim::lift::{CrossCov, LiftConfig, LiftVariant};
+use optim::lift::{LiftConfig, LiftVariant};
 use optim::Optimizer;
 use tensor::{Error, Result, Rng, Tensor};
 
@@ -174,95 +175,22 @@ pub struct FlowResult {
     /// Steps skipped for a non-finite loss or gradient.
     pub skipped: usize,
     /// σ²_Jac snapshots (iteration, reading; `None` without a slack channel).
-    pub probes: Vec<(usize, Option<CrossCov>)>,
+    pub probes: Probes,
     /// The trained model's tensors.
     pub tensors: NamedTensors,
 }
 
-/// What the tables need of one [`FlowResult`]: one cell of the sweep.
-struct FlowCell {
-    nll: f64,
-    params: usize,
-    secs: f64,
-    skipped: usize,
-    probes: Vec<(usize, Option<CrossCov>)>,
-}
-
-impl From<FlowResult> for FlowCell {
-    fn from(r: FlowResult) -> Self {
-        FlowCell {
-            nll: r.nll,
-            params: r.params,
-            secs: r.secs,
-            skipped: r.skipped,
-            probes: r.probes,
-        }
-    }
-}
-
-impl CellValue for FlowCell {
-    /// The σ²_Jac snapshots as `probe<i>_iteration`, and the reading's numbers
-    /// (`probe<i>_trace`, …) when there is one.
-    fn to_fields(&self) -> Fields {
-        let mut f = vec![
+impl FlowResult {
+    /// The cell's numbers: `nll`, `params`, `secs`, `skipped` and the snapshots.
+    fn numbers(&self) -> Numbers {
+        let mut numbers = vec![
             ("nll".to_string(), self.nll),
             ("params".to_string(), self.params as f64),
             ("secs".to_string(), self.secs),
             ("skipped".to_string(), self.skipped as f64),
-            ("probe_count".to_string(), self.probes.len() as f64),
         ];
-        for (i, (it, reading)) in self.probes.iter().enumerate() {
-            f.push((format!("probe{i}_iteration"), *it as f64));
-            if let Some(c) = reading {
-                f.extend(
-                    [
-                        ("trace", c.trace),
-                        ("frobenius", c.frobenius),
-                        ("asymmetry", c.asymmetry),
-                        ("p_value", c.p_value),
-                        ("relative_iterate_variance", c.relative_iterate_variance),
-                        ("probes", c.probes as f64),
-                        ("dim", c.dim as f64),
-                    ]
-                    .map(|(k, v)| (format!("probe{i}_{k}"), v)),
-                );
-            }
-        }
-        Fields::new(f)
-    }
-
-    /// Counts read from a placeholder are 0, and it has no snapshots.
-    fn from_fields(f: &Fields) -> Result<Self> {
-        let count = |name: &str| -> Result<usize> {
-            let v = f.get(name)?;
-            Ok(if v.is_finite() { v as usize } else { 0 })
-        };
-        let has = |name: &str| f.pairs().iter().any(|(k, _)| k == name);
-        let mut probes = Vec::new();
-        for i in 0..count("probe_count")? {
-            let at = |k: &str| f.get(&format!("probe{i}_{k}"));
-            let reading = if has(&format!("probe{i}_trace")) {
-                Some(CrossCov {
-                    trace: at("trace")?,
-                    frobenius: at("frobenius")?,
-                    asymmetry: at("asymmetry")?,
-                    p_value: at("p_value")?,
-                    relative_iterate_variance: at("relative_iterate_variance")?,
-                    probes: at("probes")? as usize,
-                    dim: at("dim")? as usize,
-                })
-            } else {
-                None
-            };
-            probes.push((count(&format!("probe{i}_iteration"))?, reading));
-        }
-        Ok(FlowCell {
-            nll: f.get("nll")?,
-            params: count("params")?,
-            secs: f.get("secs")?,
-            skipped: count("skipped")?,
-            probes,
-        })
+        numbers.extend(cells::probe_numbers(&self.probes));
+        numbers
     }
 }
 
@@ -381,93 +309,141 @@ fn distribution_panel(target: &str, plateau: f64, runs: &[(String, Vec<f64>)]) -
     }
 }
 
-/// Runs the experiment and returns its tables.
-pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
-    cfg.check_known("lift-flow-2d", OPTIONS)?;
-    let iterations = cfg.opt("iterations", if cfg.quick { 1000 } else { 3000 })?;
-    let width = cfg.opt("width", 32usize)?;
-    let layers = cfg.opt("layers", 5usize)?;
-    if iterations == 0 || width == 0 || layers == 0 {
-        return Err(Error::value(
-            "lift-flow-2d",
-            format!("--iterations, --width and --layers must be positive, got {iterations}, {width}, {layers}"),
-        ));
-    }
-    let targets: Vec<String> = cfg.opt_list(
-        "targets",
-        &if cfg.quick {
-            vec!["8gaussians".to_string()]
+/// The options of one run.
+struct Options {
+    iterations: usize,
+    width: usize,
+    layers: usize,
+    targets: Vec<Target2d>,
+    convention: Convention,
+    lift: LiftConfig,
+    slack_sweep: Vec<f64>,
+    probe_every: usize,
+    control: bool,
+    quiet: bool,
+}
+
+impl Options {
+    /// The options from the command line.
+    fn parse(cfg: &RunConfig) -> Result<Options> {
+        cfg.check_known("lift-flow-2d", OPTIONS)?;
+        let iterations = cfg.opt_positive("iterations", if cfg.quick { 1000 } else { 3000 })?;
+        let default_targets: &[&str] = if cfg.quick {
+            &["8gaussians"]
         } else {
-            vec!["8gaussians".to_string(), "2spirals".to_string()]
-        },
-    )?;
-    let convention = Convention::parse(&cfg.opt("convention", "cpflow".to_string())?)?;
-    let slack_init: f64 = cfg.opt("slack-init", 0.0)?;
-    let sweep: Vec<f64> = cfg.opt_list(
-        "slack-sweep",
-        if cfg.quick {
+            &["8gaussians", "2spirals"]
+        };
+        let targets = cfg
+            .opt_list(
+                "targets",
+                &default_targets
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect::<Vec<_>>(),
+            )?
+            .iter()
+            .map(|t| Target2d::parse(t))
+            .collect::<Result<_>>()?;
+        let sweep: &[f64] = if cfg.quick {
             &[]
         } else {
             &[-4.0, -2.0, 0.0, 2.0]
-        },
-    )?;
-    let probe_every: usize = cfg.opt("probe-every", if cfg.quick { 0 } else { iterations / 10 })?;
-    let control = cfg.opt("control", !cfg.quick)?;
-    let seeds = cfg.seed_list(3, 10)?;
-    let lift = LiftConfig {
-        slack_init,
-        ..LiftConfig::default()
-    };
-    let base = |target, strategy, seed| FlowRun {
-        target,
-        strategy,
-        lift: lift.clone(),
-        convention,
-        width,
-        layers,
-        iterations,
-        seed,
-        probe_every: 0,
-        quiet: cfg.quiet,
-    };
-    let conv = match convention {
-        Convention::CpFlow => "CP-Flow conventions (1/fan_in gain)",
-        Convention::Ebm => "EBM conventions (raw weights)",
-    };
-    let setting = format!(
-        "ICNN width {width} × {layers}, {iterations} iterations, batch 128, {conv}, lift slack {slack_init}, {} seeds",
-        seeds.len()
-    );
-    let mut metrics = Metrics::default();
-    let mut model = Vec::new();
-    let mut table = Table::new(
-        &format!("lift-flow-2d: convex potential flow, {setting}; test NLL (nats, mean ± std) against the target's entropy and the moment-matched Gaussian's plateau"),
-        &[
-            "target",
-            "method",
-            "parameters",
-            "test NLL",
-            "gap to entropy",
-            "seeds ≥ 0.05 nats below the plateau",
-            "non-finite steps skipped",
-            "s / run",
-        ],
-    );
-    let mut spread = Table::new(
-        &format!("lift-flow-2d: the distribution of test NLL over seeds, {setting}"),
-        &["target", "method", "min", "median", "max", "sorted"],
-    );
-    let mut panels = Vec::new();
-    let mut sigma = Table::new(
-        &format!("lift-flow-2d: σ²_Jac = tr Σ̂_slack during training on the training objective, seed {}, {PROBES} probe batches of 128 per snapshot (trace, permutation p-value in brackets; — = no slack channel); {setting}", seeds[0]),
-        &["target", "cell", "snapshots (iteration: trace [p])"],
-    );
-    let mut sweep_table = Table::new(
-        &format!("lift-flow-2d: the lift's initial slack swept (its own table; the headline uses {slack_init}), {setting}"),
-        &["target", "slack init", "initial weight softplus(b)", "test NLL", "seeds ≥ 0.05 nats below the plateau"],
-    );
-    for t in &targets {
-        let target = Target2d::parse(t)?;
+        };
+        Ok(Options {
+            iterations,
+            width: cfg.opt_positive("width", 32)?,
+            layers: cfg.opt_positive("layers", 5)?,
+            targets,
+            convention: Convention::parse(&cfg.opt("convention", "cpflow".to_string())?)?,
+            lift: LiftConfig {
+                slack_init: cfg.opt("slack-init", 0.0)?,
+                ..LiftConfig::default()
+            },
+            slack_sweep: cfg.opt_list("slack-sweep", sweep)?,
+            probe_every: cfg.opt("probe-every", if cfg.quick { 0 } else { iterations / 10 })?,
+            control: cfg.opt("control", !cfg.quick)?,
+            quiet: cfg.quiet,
+        })
+    }
+
+    /// The run of `strategy` on `target` at `seed`, without σ²_Jac snapshots.
+    fn flow(&self, target: Target2d, strategy: Strategy, seed: u64) -> FlowRun {
+        FlowRun {
+            target,
+            strategy,
+            lift: self.lift.clone(),
+            convention: self.convention,
+            width: self.width,
+            layers: self.layers,
+            iterations: self.iterations,
+            seed,
+            probe_every: 0,
+            quiet: self.quiet,
+        }
+    }
+
+    /// The headline strategies (the width-matched softplus with `--control`).
+    fn strategies(&self) -> impl Iterator<Item = Strategy> + '_ {
+        Strategy::ALL
+            .into_iter()
+            .filter(|&s| self.control || s != Strategy::SoftplusWide)
+    }
+
+    /// The setting every table's title states.
+    fn describe(&self, seeds: usize) -> String {
+        let conv = match self.convention {
+            Convention::CpFlow => "CP-Flow conventions (1/fan_in gain)",
+            Convention::Ebm => "EBM conventions (raw weights)",
+        };
+        format!(
+            "ICNN width {} × {}, {} iterations, batch 128, {conv}, lift slack {}, {seeds} seeds",
+            self.width, self.layers, self.iterations, self.lift.slack_init
+        )
+    }
+}
+
+/// The tables and the distribution panels a run fills, target by target.
+struct Tables {
+    headline: Table,
+    spread: Table,
+    sigma: Table,
+    sweep: Table,
+    panels: Vec<svg::Panel>,
+}
+
+impl Tables {
+    fn new(setting: &str, slack_init: f64, first_seed: u64) -> Tables {
+        Tables {
+            headline: Table::new(
+                &format!("lift-flow-2d: convex potential flow, {setting}; test NLL (nats, mean ± std) against the target's entropy and the moment-matched Gaussian's plateau"),
+                &["target", "method", "parameters", "test NLL", "gap to entropy", "seeds ≥ 0.05 nats below the plateau", "non-finite steps skipped", "s / run"],
+            ),
+            spread: Table::new(
+                &format!("lift-flow-2d: the distribution of test NLL over seeds, {setting}"),
+                &["target", "method", "min", "median", "max", "sorted"],
+            ),
+            sigma: Table::new(
+                &format!("lift-flow-2d: σ²_Jac = tr Σ̂_slack during training on the training objective, seed {first_seed}, {PROBES} probe batches of 128 per snapshot (trace, permutation p-value in brackets; — = no slack channel); {setting}"),
+                &["target", "cell", "snapshots (iteration: trace [p])"],
+            ),
+            sweep: Table::new(
+                &format!("lift-flow-2d: the lift's initial slack swept (its own table; the headline uses {slack_init}), {setting}"),
+                &["target", "slack init", "initial weight softplus(b)", "test NLL", "seeds ≥ 0.05 nats below the plateau"],
+            ),
+            panels: Vec::new(),
+        }
+    }
+}
+
+/// One target's reference numbers: its label, entropy and plateau.
+struct Reference {
+    label: String,
+    entropy: f64,
+    plateau: f64,
+}
+
+impl Reference {
+    fn of(target: Target2d) -> Result<Reference> {
         let test = target.sample(2000, &mut Rng::new(777))?;
         let lp = target.log_density(&test, 20_000, &mut Rng::new(3))?;
         let entropy = -lp.iter().sum::<f64>() / lp.len() as f64;
@@ -476,115 +452,167 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             "{} (entropy {entropy:.3}, Gaussian {plateau:.3})",
             target.name()
         );
-        let below = |v: &[f64]| {
-            format!(
-                "{} of {}",
-                v.iter().filter(|&&x| x < plateau - PLATEAU_MARGIN).count(),
-                v.len()
-            )
-        };
-        let (mut runs, mut by_strategy) = (Vec::new(), Vec::new());
-        for strategy in Strategy::ALL
-            .into_iter()
-            .filter(|&s| control || s != Strategy::SoftplusWide)
-        {
-            let (mut nlls, mut secs, mut size, mut skipped) = (vec![], vec![], 0, 0);
-            for &seed in &seeds {
-                let mut r = base(target, strategy, seed);
-                if seed == seeds[0] && strategy != Strategy::SoftplusWide {
-                    r.probe_every = probe_every;
-                }
-                let key = format!("{}/{}/seed{seed}", target.name(), r.cell());
-                let out = cfg.cell(&key, &mut metrics, |metrics| {
-                    let mut out = r.train(metrics)?;
-                    if seed == seeds[0] {
-                        model.extend(std::mem::take(&mut out.tensors).into_iter().map(|(k, v)| {
-                            (format!("{}.{}.{k}", target.name(), strategy.name()), v)
-                        }));
-                    }
-                    Ok(FlowCell::from(out))
-                })?;
-                if seed == seeds[0] && probe_every > 0 && strategy != Strategy::SoftplusWide {
-                    sigma.row(vec![label.clone(), r.cell(), snapshots(&out.probes)]);
-                }
-                nlls.push(out.nll);
-                secs.push(out.secs);
-                size = out.params;
-                skipped += out.skipped;
-            }
-            let gaps: Vec<f64> = nlls.iter().map(|v| v - entropy).collect();
-            table.row(vec![
-                label.clone(),
-                strategy.name().into(),
-                size.to_string(),
-                mean_std(&nlls, 3),
-                mean_std(&gaps, 3),
-                below(&nlls),
-                skipped.to_string(),
-                mean_std(&secs, 1),
-            ]);
-            let mut sorted = nlls.clone();
-            sorted.sort_by(f64::total_cmp);
-            spread.row(vec![
-                label.clone(),
-                strategy.name().into(),
-                format!("{:.3}", sorted[0]),
-                format!("{:.3}", sorted[sorted.len() / 2]),
-                format!("{:.3}", sorted[sorted.len() - 1]),
-                sorted
-                    .iter()
-                    .map(|v| format!("{v:.2}"))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            ]);
-            runs.push((strategy.name().to_string(), nlls.clone()));
-            by_strategy.push((strategy, nlls));
-        }
-        table.evidence.extend(super::lift_evidence(
-            &format!("lift-flow-2d, {}", target.name()),
-            "test NLL",
-            &by_strategy,
-        ));
-        panels.push(distribution_panel(target.name(), plateau, &runs));
-        if probe_every > 0 {
-            for variant in [LiftVariant::NoSlack, LiftVariant::Code] {
-                let mut r = base(target, Strategy::Lift, seeds[0]);
-                r.lift.variant = variant;
-                r.probe_every = probe_every;
-                let key = format!("{}/{}/seed{}", target.name(), r.cell(), seeds[0]);
-                let out = cfg.cell(&key, &mut metrics, |m| Ok(FlowCell::from(r.train(m)?)))?;
-                sigma.row(vec![label.clone(), r.cell(), snapshots(&out.probes)]);
-            }
-        }
-        for &b in &sweep {
-            let mut nlls = Vec::new();
-            for &seed in &seeds {
-                let mut r = base(target, Strategy::Lift, seed);
-                r.lift.slack_init = b;
-                let key = format!("{}/lift-slack{b}/seed{seed}", target.name());
-                let out = cfg.cell(&key, &mut metrics, |m| Ok(FlowCell::from(r.train(m)?)))?;
-                nlls.push(out.nll);
-            }
-            sweep_table.row(vec![
-                label.clone(),
-                b.to_string(),
-                format!("{:.4}", b.exp().ln_1p()),
-                mean_std(&nlls, 3),
-                below(&nlls),
-            ]);
-        }
+        Ok(Reference {
+            label,
+            entropy,
+            plateau,
+        })
     }
-    let mut tables = vec![table, spread];
-    if probe_every > 0 {
-        tables.push(sigma);
+
+    /// "k of n": the seeds at least [`PLATEAU_MARGIN`] below the plateau.
+    fn below(&self, nlls: &[f64]) -> String {
+        let k = nlls
+            .iter()
+            .filter(|&&x| x < self.plateau - PLATEAU_MARGIN)
+            .count();
+        format!("{k} of {}", nlls.len())
     }
-    if !sweep.is_empty() {
-        tables.push(sweep_table);
+}
+
+/// Every strategy on `target` over the grid's seeds (the first seed measures
+/// σ²_Jac and keeps its model): the headline and spread rows, the evidence and
+/// the distribution panel.
+fn headline(
+    o: &Options,
+    target: Target2d,
+    grid: &mut Grid,
+    (t, metrics, model): (&mut Tables, &mut Metrics, &mut NamedTensors),
+) -> Result<()> {
+    let r = Reference::of(target)?;
+    let (first, name) = (grid.seeds()[0], target.name());
+    let (mut runs, mut by_strategy) = (Vec::new(), Vec::new());
+    for strategy in o.strategies() {
+        let arm = strategy.name();
+        grid.run(arm, name, metrics, |seed, _, metrics| {
+            let mut run = o.flow(target, strategy, seed);
+            if seed == first && strategy != Strategy::SoftplusWide {
+                run.probe_every = o.probe_every;
+            }
+            let mut out = run.train(metrics)?;
+            if seed == first {
+                let tensors = std::mem::take(&mut out.tensors);
+                model.extend(
+                    tensors
+                        .into_iter()
+                        .map(|(k, v)| (format!("{name}.{arm}.{k}"), v)),
+                );
+            }
+            Ok(out.numbers())
+        })?;
+        if o.probe_every > 0 && strategy != Strategy::SoftplusWide {
+            let probes = cells::probes_from(grid.numbers(arm, name, first)?)?;
+            t.sigma
+                .row(vec![r.label.clone(), arm.into(), snapshots(&probes)]);
+        }
+        let nlls = grid.values(arm, name, "nll")?;
+        let gaps: Vec<f64> = nlls.iter().map(|v| v - r.entropy).collect();
+        t.headline.row(vec![
+            r.label.clone(),
+            arm.into(),
+            cells::params(grid, arm, name)?.to_string(),
+            mean_std(&nlls, 3),
+            mean_std(&gaps, 3),
+            r.below(&nlls),
+            cells::skipped(grid, arm, name)?.to_string(),
+            grid.mean_std(arm, name, "secs", 1)?,
+        ]);
+        let mut sorted = nlls.clone();
+        sorted.sort_by(f64::total_cmp);
+        let at = |k: usize| format!("{:.3}", sorted[k]);
+        let all = sorted.iter().map(|v| format!("{v:.2}")).collect::<Vec<_>>();
+        let row = [
+            at(0),
+            at(sorted.len() / 2),
+            at(sorted.len() - 1),
+            all.join(" "),
+        ];
+        t.spread
+            .row([vec![r.label.clone(), arm.into()], row.to_vec()].concat());
+        runs.push((arm.to_string(), nlls.clone()));
+        by_strategy.push((strategy, nlls));
+    }
+    let setting = format!("lift-flow-2d, {name}");
+    t.headline
+        .evidence
+        .extend(super::lift_evidence(&setting, "test NLL", &by_strategy));
+    t.panels.push(distribution_panel(name, r.plateau, &runs));
+    if o.probe_every > 0 {
+        ablations(o, target, &r, grid, (t, metrics))?;
+    }
+    slack_sweep(o, target, &r, grid, (t, metrics))
+}
+
+/// σ²_Jac of the lift's two ablations (no slack, a learned code) at the first seed.
+fn ablations(
+    o: &Options,
+    target: Target2d,
+    r: &Reference,
+    grid: &mut Grid,
+    (t, metrics): (&mut Tables, &mut Metrics),
+) -> Result<()> {
+    let first = grid.seeds()[0];
+    for variant in [LiftVariant::NoSlack, LiftVariant::Code] {
+        let mut run = o.flow(target, Strategy::Lift, first);
+        run.lift.variant = variant;
+        run.probe_every = o.probe_every;
+        let arm = run.cell();
+        grid.run_first(&arm, target.name(), metrics, |_, _, m| {
+            Ok(run.train(m)?.numbers())
+        })?;
+        let probes = cells::probes_from(grid.numbers(&arm, target.name(), first)?)?;
+        t.sigma.row(vec![r.label.clone(), arm, snapshots(&probes)]);
+    }
+    Ok(())
+}
+
+/// The lift at each `--slack-sweep` initial slack, over every seed.
+fn slack_sweep(
+    o: &Options,
+    target: Target2d,
+    r: &Reference,
+    grid: &mut Grid,
+    (t, metrics): (&mut Tables, &mut Metrics),
+) -> Result<()> {
+    for &b in &o.slack_sweep {
+        let arm = format!("lift-slack{b}");
+        grid.run(&arm, target.name(), metrics, |seed, _, m| {
+            let mut run = o.flow(target, Strategy::Lift, seed);
+            run.lift.slack_init = b;
+            Ok(run.train(m)?.numbers())
+        })?;
+        let nlls = grid.values(&arm, target.name(), "nll")?;
+        t.sweep.row(vec![
+            r.label.clone(),
+            b.to_string(),
+            format!("{:.4}", b.exp().ln_1p()),
+            mean_std(&nlls, 3),
+            r.below(&nlls),
+        ]);
+    }
+    Ok(())
+}
+
+/// Runs the experiment and returns its tables.
+pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
+    let o = Options::parse(cfg)?;
+    let seeds = cfg.seed_list(3, 10)?;
+    let mut t = Tables::new(&o.describe(seeds.len()), o.lift.slack_init, seeds[0]);
+    let mut grid = Grid::new(cfg, seeds);
+    let (mut metrics, mut model) = (Metrics::default(), Vec::new());
+    for &target in &o.targets {
+        headline(&o, target, &mut grid, (&mut t, &mut metrics, &mut model))?;
+    }
+    let mut tables = vec![t.headline, t.spread];
+    if o.probe_every > 0 {
+        tables.push(t.sigma);
+    }
+    if !o.slack_sweep.is_empty() {
+        tables.push(t.sweep);
     }
     let dir = cfg.run_dir("lift-flow-2d")?;
     dir.write_figure(
         "distribution.svg",
-        &svg::render("lift-flow-2d: test NLL over seeds", &panels),
+        &svg::render("lift-flow-2d: test NLL over seeds", &t.panels),
     )?;
     dir.finish(
         "lift-flow-2d",

@@ -2,6 +2,7 @@
 //! flows in 2-D, each trained with PGD, the direct softplus reparametrisation, the
 //! lift, and a softplus control widened to the lift's parameter count.
 
+pub mod cells;
 pub mod density;
 pub mod ebm1d;
 pub mod flow2d;

@@ -24,6 +24,7 @@
 //! softplus 443.88, PGD 27.01 nats; unverified, not in the public code) come from
 //! the full budget and are not reproduced at this one.
 
+use super::cells;
 use super::density::{no_scores, nothing_after, Density};
 use super::{
     flow2d::{gradient_map, potential_scalars},
@@ -32,8 +33,8 @@ use super::{
 use crate::cli::RunConfig;
 use crate::data::gaussian::Gaussian;
 use crate::data::tabular::{load_hepmass, StandIn, TabularSplits};
+use crate::grid::Grid;
 use crate::report::{mean_std, Metrics, Plot, Table};
-use crate::sweep::{CellValue, Fields};
 use autograd::{grad, no_grad, Var};
 use optim::lift::LiftConfig;
 use optim::{Adam, AdamConfig};
@@ -145,33 +146,6 @@ struct TabularResult {
     params: usize,
     skipped: usize,
     secs: f64,
-}
-
-impl CellValue for TabularResult {
-    fn to_fields(&self) -> Fields {
-        Fields::new(vec![
-            ("validation".into(), self.validation),
-            ("test".into(), self.test),
-            ("params".into(), self.params as f64),
-            ("skipped".into(), self.skipped as f64),
-            ("secs".into(), self.secs),
-        ])
-    }
-
-    /// Counts read from a placeholder are 0.
-    fn from_fields(f: &Fields) -> Result<Self> {
-        let count = |name: &str| -> Result<usize> {
-            let v = f.get(name)?;
-            Ok(if v.is_finite() { v as usize } else { 0 })
-        };
-        Ok(TabularResult {
-            validation: f.get("validation")?,
-            test: f.get("test")?,
-            params: count("params")?,
-            skipped: count("skipped")?,
-            secs: f.get("secs")?,
-        })
-    }
 }
 
 impl TabularRun<'_> {
@@ -338,38 +312,39 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     ]);
     let mut metrics = Metrics::default();
     let mut by_strategy = Vec::new();
+    let mut grid = Grid::new(cfg, seeds);
     for strategy in chosen {
-        let (mut val, mut test, mut secs, mut params, mut skipped) = (vec![], vec![], vec![], 0, 0);
-        for &seed in &seeds {
-            let key = format!("{}/seed{seed}", strategy.name());
-            let out = cfg.cell(&key, &mut metrics, |metrics| {
-                TabularRun {
-                    data: &data,
-                    strategy,
-                    width,
-                    layers,
-                    batch,
-                    iterations,
-                    seed,
-                    quiet: cfg.quiet,
-                }
-                .train(metrics)
-            })?;
-            val.push(out.validation + jacobian);
-            test.push(out.test + jacobian);
-            secs.push(out.secs);
-            params = out.params;
-            skipped += out.skipped;
-        }
+        let arm = strategy.name();
+        grid.run(arm, "", &mut metrics, |seed, _, metrics| {
+            let out = TabularRun {
+                data: &data,
+                strategy,
+                width,
+                layers,
+                batch,
+                iterations,
+                seed,
+                quiet: cfg.quiet,
+            }
+            .train(metrics)?;
+            Ok(vec![
+                ("validation".into(), out.validation + jacobian),
+                ("test".into(), out.test + jacobian),
+                ("params".into(), out.params as f64),
+                ("skipped".into(), out.skipped as f64),
+                ("secs".into(), out.secs),
+            ])
+        })?;
+        let test = grid.values(arm, "", "test")?;
         table.row(vec![
-            strategy.name().into(),
-            params.to_string(),
-            mean_std(&val, 3),
+            arm.into(),
+            cells::params(&grid, arm, "")?.to_string(),
+            grid.mean_std(arm, "", "validation", 3)?,
             mean_std(&test, 3),
             fmt_gap(&test, entropy),
             fmt_gap(&test, Some(gaussian)),
-            skipped.to_string(),
-            mean_std(&secs, 1),
+            cells::skipped(&grid, arm, "")?.to_string(),
+            grid.mean_std(arm, "", "secs", 1)?,
         ]);
         by_strategy.push((strategy, test));
     }
