@@ -38,7 +38,9 @@
 
 use crate::cli::RunConfig;
 use crate::data::demand::{self, Demand};
+use crate::grid::{Grid, Numbers};
 use crate::report::{mean_std, Metrics, Plot, Table};
+use crate::sweep::field;
 use crate::train::{train as train_loop, Batches, Budget, Cadence, Plan, Task};
 use autograd::{backward, Var};
 use nn::checkpoint::{AnyTensor, NamedTensors};
@@ -579,53 +581,282 @@ fn train(heads: Heads, s: &Setup, metrics: &mut Metrics) -> Result<Outcome> {
     })
 }
 
-/// The proximal arm at each pull and batch size, at one seed: the validation
-/// stage-2 loss (the choice a user could make without the structural function)
-/// and the test structural MSE.
-#[allow(clippy::too_many_arguments)]
-fn pull_sweep(
-    pulls: &[f64],
-    batches: &[usize],
+impl Outcome {
+    /// The cell's numbers.
+    fn numbers(&self) -> Numbers {
+        vec![
+            ("mse_no_refit".into(), self.mse_no_refit),
+            ("validation_no_refit".into(), self.validation_no_refit),
+            ("mse_refit".into(), self.mse_refit),
+            ("train_secs".into(), self.train_secs),
+            ("refit_secs".into(), self.refit_secs),
+            ("fallbacks".into(), self.fallbacks as f64),
+        ]
+    }
+}
+
+/// The grid arm of a head.
+fn tag(heads: Heads) -> &'static str {
+    match heads {
+        Heads::Ridge => "ridge",
+        Heads::Proximal => "prox",
+    }
+}
+
+/// The options of one run.
+struct Options {
     samples: usize,
     rho: f64,
     epochs: usize,
     lambda: f64,
-    seed: u64,
-    test: &Demand,
+    batches: Vec<usize>,
+    proximal_stage1: bool,
+    pulls: Vec<f64>,
     quiet: bool,
-) -> Result<Table> {
-    let half = samples / 2;
-    let data = demand::train(samples, rho, seed)?;
-    let (stage1, stage2) = data.halves(&mut Rng::new(seed ^ 0x5917))?;
-    let validation = demand::train(half, rho, seed ^ 0x7a11d)?;
-    let mut headers = vec!["pull (× λ)".to_string()];
-    headers.extend(batches.iter().map(|&b| {
+}
+
+impl Options {
+    /// The options from the command line, checked.
+    fn parse(cfg: &RunConfig) -> Result<Options> {
+        cfg.check_known("dfiv", OPTIONS)?;
+        let default_batches: &[usize] = if cfg.quick {
+            &[25, 100, 0]
+        } else {
+            &[25, 100, 500, 0]
+        };
+        let o = Options {
+            samples: cfg.opt("samples", if cfg.quick { 1000 } else { 5000 })?,
+            rho: cfg.opt("rho", 0.5)?,
+            epochs: cfg.opt("epochs", 100)?,
+            lambda: cfg.opt("lambda", 0.1)?,
+            batches: cfg.opt_list("batches", default_batches)?,
+            proximal_stage1: match cfg.opt("proximal-stages", "2".to_string())?.as_str() {
+                "2" => false,
+                "1,2" => true,
+                other => {
+                    return Err(Error::value(
+                        "dfiv",
+                        format!("--proximal-stages must be 2 or 1,2, got '{other}'"),
+                    ))
+                }
+            },
+            pulls: cfg.opt_list("pulls", &[0.1, 1.0, 10.0])?,
+            quiet: cfg.quiet,
+        };
+        let (samples, epochs, lambda) = (o.samples, o.epochs, o.lambda);
+        if samples < 4 || epochs == 0 || !(lambda > 0.0 && lambda.is_finite()) {
+            return Err(Error::value(
+                "dfiv",
+                format!("needs --samples ≥ 4, --epochs > 0 and a finite --lambda > 0, got {samples}, {epochs}, {lambda}"),
+            ));
+        }
+        let half = o.half();
+        if let Some(&b) = o.batches.iter().find(|&&b| b > half || b == 1) {
+            return Err(Error::value(
+                "dfiv",
+                format!("--batches: {b} is not in 2..={half} (half of --samples) or 0 for the whole half"),
+            ));
+        }
+        if o.pulls.iter().any(|p| !(p.is_finite() && *p > 0.0)) {
+            return Err(Error::value(
+                "dfiv",
+                format!("--pulls need finite values > 0, got {:?}", o.pulls),
+            ));
+        }
+        Ok(o)
+    }
+
+    /// Samples per stage.
+    fn half(&self) -> usize {
+        self.samples / 2
+    }
+
+    /// The batch size of a `--batches` entry (0: the whole half).
+    fn batch(&self, b: usize) -> usize {
+        if b == 0 {
+            self.half()
+        } else {
+            b
+        }
+    }
+
+    /// The column header of a `--batches` entry.
+    fn column(&self, b: usize) -> String {
+        let half = self.half();
         if b == 0 || b == half {
             format!("whole half ({half})")
         } else {
             format!("batch {b}")
         }
-    }));
-    let mut cells = vec![vec![(f64::NAN, f64::NAN); batches.len()]; pulls.len()];
-    for (pi, &pull) in pulls.iter().enumerate() {
-        for (bi, &b) in batches.iter().enumerate() {
-            let setup = Setup {
-                stage1: &stage1,
-                stage2: &stage2,
-                test,
-                batch: if b == 0 { half } else { b },
-                epochs,
-                lambda,
-                seed,
-                proximal_stage1: false,
-                pull,
-                validation: &validation,
-                quiet,
-            };
-            let out = train(Heads::Proximal, &setup, &mut Metrics::default())?;
-            cells[pi][bi] = (out.validation_no_refit, out.mse_no_refit);
+    }
+
+    /// One run's setup on `data` at `batch` (an actual size) with `pull`.
+    fn setup<'a>(
+        &self,
+        data: &'a SeedData,
+        test: &'a Demand,
+        batch: usize,
+        pull: f64,
+    ) -> Setup<'a> {
+        Setup {
+            stage1: &data.stage1,
+            stage2: &data.stage2,
+            test,
+            batch,
+            epochs: self.epochs,
+            lambda: self.lambda,
+            seed: data.seed,
+            proximal_stage1: self.proximal_stage1,
+            pull,
+            validation: &data.validation,
+            quiet: self.quiet,
         }
     }
+}
+
+/// One seed's data: the two stage halves and held-out validation samples.
+struct SeedData {
+    seed: u64,
+    stage1: Demand,
+    stage2: Demand,
+    validation: Demand,
+}
+
+impl SeedData {
+    fn of(o: &Options, seed: u64) -> Result<SeedData> {
+        let data = demand::train(o.samples, o.rho, seed)?;
+        let (stage1, stage2) = data.halves(&mut Rng::new(seed ^ 0x5917))?;
+        let validation = demand::train(o.half(), o.rho, seed ^ 0x7a11d)?;
+        Ok(SeedData {
+            seed,
+            stage1,
+            stage2,
+            validation,
+        })
+    }
+}
+
+/// Both heads at every batch size and seed; the first seed's models go into
+/// `model`.
+fn run_cells(
+    o: &Options,
+    data: &[SeedData],
+    test: &Demand,
+    grid: &mut Grid,
+    (metrics, model): (&mut Metrics, &mut NamedTensors),
+) -> Result<()> {
+    let of = |seed: u64| {
+        data.iter()
+            .find(|d| d.seed == seed)
+            .expect("every seed's data")
+    };
+    for &b in &o.batches {
+        let batch = o.batch(b);
+        for heads in [Heads::Ridge, Heads::Proximal] {
+            grid.run(
+                tag(heads),
+                &format!("b{batch}"),
+                metrics,
+                |seed, _, metrics| {
+                    let out = train(heads, &o.setup(of(seed), test, batch, 1.0), metrics)?;
+                    if seed == data[0].seed {
+                        let prefix = format!("{}.b{batch}", tag(heads));
+                        model.extend(
+                            out.tensors
+                                .iter()
+                                .map(|(k, x)| (format!("{prefix}.{k}"), x.clone())),
+                        );
+                    }
+                    Ok(out.numbers())
+                },
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The structural-MSE and wall-time tables of the four arms.
+fn tables(o: &Options, grid: &Grid, setting: &str) -> Result<(Table, Table)> {
+    let mut headers = vec!["arm".to_string()];
+    headers.extend(o.batches.iter().map(|&b| o.column(b)));
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let mut mse = Table::new(
+        &format!("dfiv: out-of-sample structural MSE on the 2,800-point grid — {setting}"),
+        &headers,
+    );
+    let mut time = Table::new(&format!("dfiv: wall time per run, s — {setting}"), &headers);
+    let arms = [
+        (Heads::Ridge, false, "per-batch ridge, no refit"),
+        (
+            Heads::Ridge,
+            true,
+            "per-batch ridge + final full refit (DFIV)",
+        ),
+        (Heads::Proximal, false, "proximal c.f., no refit"),
+        (Heads::Proximal, true, "proximal c.f. + final full refit"),
+    ];
+    let settings: Vec<String> = o
+        .batches
+        .iter()
+        .map(|&b| format!("b{}", o.batch(b)))
+        .collect();
+    for (heads, refit, label) in arms {
+        let (mut row, mut trow) = (vec![label.to_string()], vec![label.to_string()]);
+        for at in &settings {
+            let name = if refit { "mse_refit" } else { "mse_no_refit" };
+            row.push(grid.mean_std(tag(heads), at, name, 1)?);
+            let mut secs = grid.values(tag(heads), at, "train_secs")?;
+            if refit {
+                let refit_secs = grid.values(tag(heads), at, "refit_secs")?;
+                secs.iter_mut().zip(refit_secs).for_each(|(s, r)| *s += r);
+            }
+            trow.push(mean_std(&secs, 2));
+        }
+        mse.row(row);
+        time.row(trow);
+    }
+    let mut row = vec!["the final full refit alone".to_string()];
+    let (mut fallbacks, mut refit_secs) = (0.0, Vec::new());
+    for at in &settings {
+        for heads in [Heads::Ridge, Heads::Proximal] {
+            refit_secs.push(grid.values(tag(heads), at, "refit_secs")?);
+            let f = grid.values(tag(heads), at, "fallbacks")?;
+            fallbacks += f.iter().filter(|v| v.is_finite()).sum::<f64>();
+        }
+        let both = refit_secs.concat();
+        refit_secs.clear();
+        row.push(mean_std(&both, 4));
+    }
+    time.row(row);
+    if fallbacks > 0.0 {
+        mse.title.push_str(&format!(
+            " [{fallbacks} solves needed the jitter or the QR fallback]"
+        ));
+    }
+    Ok((mse, time))
+}
+
+/// The proximal arm at each pull and batch size, at the first seed: the
+/// validation stage-2 loss (the choice a user could make without the structural
+/// function) and the test structural MSE.
+fn pull_sweep(o: &Options, data: &SeedData, test: &Demand, grid: &mut Grid) -> Result<Table> {
+    let mut headers = vec!["pull (× λ)".to_string()];
+    headers.extend(o.batches.iter().map(|&b| o.column(b)));
+    let mut cells = vec![vec![(f64::NAN, f64::NAN); o.batches.len()]; o.pulls.len()];
+    for (pi, &pull) in o.pulls.iter().enumerate() {
+        for (bi, &b) in o.batches.iter().enumerate() {
+            let (arm, at) = (format!("prox-pull{pull}"), format!("b{}", o.batch(b)));
+            let setup = o.setup(data, test, o.batch(b), pull);
+            grid.run_first(&arm, &at, &mut Metrics::default(), |_, _, m| {
+                Ok(train(Heads::Proximal, &setup, m)?.numbers())
+            })?;
+            let numbers = grid.numbers(&arm, &at, data.seed)?;
+            let get = |name| field(numbers, name);
+            cells[pi][bi] = (get("validation_no_refit")?, get("mse_no_refit")?);
+        }
+    }
+    let (seed, samples, rho, epochs, lambda, half) =
+        (data.seed, o.samples, o.rho, o.epochs, o.lambda, o.half());
     let mut table = Table {
         title: format!(
             "dfiv: the proximal pull swept (u only, no refit), seed {seed}, n = {samples}, ρ = {rho}, {epochs} epochs, λ = {lambda} — validation stage-2 loss on {half} held-out samples / test structural MSE; ← = lowest validation loss per column"
@@ -634,10 +865,10 @@ fn pull_sweep(
         rows: Vec::new(),
         evidence: Vec::new(),
     };
-    for (pi, &pull) in pulls.iter().enumerate() {
+    for (pi, &pull) in o.pulls.iter().enumerate() {
         let mut row = vec![pull.to_string()];
-        for bi in 0..batches.len() {
-            let best = (0..pulls.len())
+        for bi in 0..o.batches.len() {
+            let best = (0..o.pulls.len())
                 .min_by(|&a, &b| cells[a][bi].0.total_cmp(&cells[b][bi].0))
                 .expect("a pull");
             let (v, t) = cells[pi][bi];
@@ -653,170 +884,30 @@ fn pull_sweep(
 
 /// Runs the experiment and returns its tables.
 pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
-    cfg.check_known("dfiv", OPTIONS)?;
-    let samples: usize = cfg.opt("samples", if cfg.quick { 1000 } else { 5000 })?;
-    let rho: f64 = cfg.opt("rho", 0.5)?;
-    let epochs: usize = cfg.opt("epochs", 100)?;
-    let lambda: f64 = cfg.opt("lambda", 0.1)?;
-    let default_batches: &[usize] = if cfg.quick {
-        &[25, 100, 0]
-    } else {
-        &[25, 100, 500, 0]
-    };
-    let batches: Vec<usize> = cfg.opt_list("batches", default_batches)?;
-    if samples < 4 || epochs == 0 || !(lambda > 0.0 && lambda.is_finite()) {
-        return Err(Error::value(
-            "dfiv",
-            format!("needs --samples ≥ 4, --epochs > 0 and a finite --lambda > 0, got {samples}, {epochs}, {lambda}"),
-        ));
-    }
-    let half = samples / 2;
-    if let Some(&b) = batches.iter().find(|&&b| b > half || b == 1) {
-        return Err(Error::value(
-            "dfiv",
-            format!(
-                "--batches: {b} is not in 2..={half} (half of --samples) or 0 for the whole half"
-            ),
-        ));
-    }
-    let stages: String = cfg.opt("proximal-stages", "2".to_string())?;
-    let proximal_stage1 = match stages.as_str() {
-        "2" => false,
-        "1,2" => true,
-        other => {
-            return Err(Error::value(
-                "dfiv",
-                format!("--proximal-stages must be 2 or 1,2, got '{other}'"),
-            ))
-        }
-    };
-    let pulls: Vec<f64> = cfg.opt_list("pulls", &[0.1, 1.0, 10.0])?;
-    if pulls.iter().any(|p| !(p.is_finite() && *p > 0.0)) {
-        return Err(Error::value(
-            "dfiv",
-            format!("--pulls need finite values > 0, got {pulls:?}"),
-        ));
-    }
+    let o = Options::parse(cfg)?;
     let seeds = cfg.seed_list(3, 5)?;
     let test = demand::test_grid()?;
-    let arms = [
-        (Heads::Ridge, false, "per-batch ridge, no refit"),
-        (
-            Heads::Ridge,
-            true,
-            "per-batch ridge + final full refit (DFIV)",
-        ),
-        (Heads::Proximal, false, "proximal c.f., no refit"),
-        (Heads::Proximal, true, "proximal c.f. + final full refit"),
-    ];
-    let columns: Vec<String> = batches
-        .iter()
-        .map(|&b| {
-            if b == 0 || b == half {
-                format!("whole half ({half})")
-            } else {
-                format!("batch {b}")
-            }
-        })
-        .collect();
-    let mut headers = vec!["arm".to_string()];
-    headers.extend(columns.iter().cloned());
     let setting = format!(
-        "n = {samples} ({half} per stage), ρ = {rho}, {epochs} epochs, λ = {lambda}, proximal on {}, {} seeds (mean ± std)",
-        if proximal_stage1 { "V and u" } else { "u" },
+        "n = {} ({} per stage), ρ = {}, {} epochs, λ = {}, proximal on {}, {} seeds (mean ± std)",
+        o.samples,
+        o.half(),
+        o.rho,
+        o.epochs,
+        o.lambda,
+        if o.proximal_stage1 { "V and u" } else { "u" },
         seeds.len()
     );
-    let mut mse = Table {
-        title: format!("dfiv: out-of-sample structural MSE on the 2,800-point grid — {setting}"),
-        headers: headers.clone(),
-        rows: Vec::new(),
-        evidence: Vec::new(),
-    };
-    let mut time = Table {
-        title: format!("dfiv: wall time per run, s — {setting}"),
-        headers,
-        rows: Vec::new(),
-        evidence: Vec::new(),
-    };
-    // results[arm][batch] = (mse values, seconds)
-    let mut results = vec![vec![(Vec::new(), Vec::new()); batches.len()]; arms.len()];
-    let mut refit_secs = vec![Vec::new(); batches.len()];
-    let mut fallbacks = 0;
-    let mut metrics = Metrics::default();
-    let mut model = Vec::new();
-    for &seed in &seeds {
-        let data = demand::train(samples, rho, seed)?;
-        let (stage1, stage2) = data.halves(&mut Rng::new(seed ^ 0x5917))?;
-        let validation = demand::train(half, rho, seed ^ 0x7a11d)?;
-        for (bi, &b) in batches.iter().enumerate() {
-            let batch = if b == 0 { half } else { b };
-            let setup = Setup {
-                stage1: &stage1,
-                stage2: &stage2,
-                test: &test,
-                batch,
-                epochs,
-                lambda,
-                seed,
-                proximal_stage1,
-                pull: 1.0,
-                validation: &validation,
-                quiet: cfg.quiet,
-            };
-            for heads in [Heads::Ridge, Heads::Proximal] {
-                let out = train(heads, &setup, &mut metrics)?;
-                fallbacks += out.fallbacks;
-                refit_secs[bi].push(out.refit_secs);
-                for (ai, &(h, refit, _)) in arms.iter().enumerate() {
-                    if h != heads {
-                        continue;
-                    }
-                    let (v, secs) = if refit {
-                        (out.mse_refit, out.train_secs + out.refit_secs)
-                    } else {
-                        (out.mse_no_refit, out.train_secs)
-                    };
-                    results[ai][bi].0.push(v);
-                    results[ai][bi].1.push(secs);
-                }
-                if seed == seeds[0] {
-                    let tag = if heads == Heads::Ridge {
-                        "ridge"
-                    } else {
-                        "prox"
-                    };
-                    model.extend(
-                        out.tensors
-                            .into_iter()
-                            .map(|(k, x)| (format!("{tag}.b{batch}.{k}"), x)),
-                    );
-                }
-            }
-        }
-    }
-    for (ai, &(_, _, label)) in arms.iter().enumerate() {
-        let mut row = vec![label.to_string()];
-        let mut trow = vec![label.to_string()];
-        for r in &results[ai] {
-            row.push(mean_std(&r.0, 1));
-            trow.push(mean_std(&r.1, 2));
-        }
-        mse.row(row);
-        time.row(trow);
-    }
-    let mut row = vec!["the final full refit alone".to_string()];
-    row.extend(refit_secs.iter().map(|r| mean_std(r, 4)));
-    time.row(row);
-    if fallbacks > 0 {
-        mse.title.push_str(&format!(
-            " [{fallbacks} solves needed the jitter or the QR fallback]"
-        ));
-    }
+    let data = seeds
+        .iter()
+        .map(|&seed| SeedData::of(&o, seed))
+        .collect::<Result<Vec<_>>>()?;
+    let mut grid = Grid::new(cfg, seeds);
+    let (mut metrics, mut model) = (Metrics::default(), Vec::new());
+    run_cells(&o, &data, &test, &mut grid, (&mut metrics, &mut model))?;
+    let (mse, time) = tables(&o, &grid, &setting)?;
     let mut tables = vec![mse, time];
-    if !pulls.is_empty() {
-        tables.push(pull_sweep(
-            &pulls, &batches, samples, rho, epochs, lambda, seeds[0], &test, cfg.quiet,
-        )?);
+    if !o.pulls.is_empty() {
+        tables.push(pull_sweep(&o, &data[0], &test, &mut grid)?);
     }
     cfg.run_dir("dfiv")?.finish(
         "dfiv",
