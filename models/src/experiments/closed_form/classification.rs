@@ -2,9 +2,13 @@
 //! [`crate::experiments::images`]) with the squared loss on one-hot targets and a
 //! closed-form last layer, against cross-entropy and squared-loss SGD.
 
-use super::{selection_grids, sweep, validation_split, Method, Selection, Settings, Task};
+use super::comparison::{
+    selection_grids, validation_split, Comparison, Selection, Task, SELECTION_OPTIONS,
+};
+use super::{Method, Settings};
 use crate::cli::RunConfig;
 use crate::experiments::images::{self, ImageSet};
+use crate::grid::Grid;
 use crate::report::{Metrics, Plot, Table};
 use tensor::{Result, Tensor};
 
@@ -15,9 +19,9 @@ pub const OPTIONS: &[(&str, &str)] = &[
         "batches",
         "batch sizes, 0 = full batch (quick 8,32,128; full 8,32,128,0)",
     ),
-    super::SELECTION_OPTIONS[0],
-    super::SELECTION_OPTIONS[1],
-    super::SELECTION_OPTIONS[2],
+    SELECTION_OPTIONS[0],
+    SELECTION_OPTIONS[1],
+    SELECTION_OPTIONS[2],
     (
         "lr",
         "SGD learning rate, momentum 0.9, before the factors (0.01)",
@@ -88,35 +92,37 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         betas: &betas,
         lr_factors: &lr_factors,
     };
-    let task = Task {
-        train,
-        targets: &one_hot,
-        labels: Some(labels),
-        x: &test.x,
-        evaluate: &evaluate,
-    };
     let mut metrics = Metrics::default();
     let mut model = Vec::new();
-    let tables = sweep(
-        &format!(
+    let tables = Comparison {
+        title: format!(
             "closed-form-classification: {}, MLP {}-128-128 features",
             images.description,
             train.x.shape()[1],
         ),
-        &[
+        name: "",
+        methods: &[
             Method::CrossEntropy,
             Method::Sgd,
             Method::Adam,
             Method::Ridge,
             Method::Proximal,
         ],
-        &task,
-        Some(&selection),
-        &batches,
-        &cfg.seed_list(3, 5)?,
-        &s,
-        "accuracy (%)",
-        2,
+        task: Task {
+            train,
+            targets: &one_hot,
+            labels: Some(labels),
+            x: &test.x,
+            evaluate: &evaluate,
+        },
+        selection: Some(selection),
+        batches: &batches,
+        settings: &s,
+        metric: "accuracy (%)",
+        digits: 2,
+    }
+    .run(
+        &mut Grid::new(cfg, cfg.seed_list(3, 5)?),
         &mut metrics,
         &mut model,
     )?;

@@ -2,10 +2,14 @@
 //! and per-batch ridge on a synthetic molecular-energy regression (a QM9 stand-in)
 //! and on the diabetes set, across batch sizes.
 
-use super::{selection_grids, sweep, validation_split, Method, Selection, Settings, Task};
+use super::comparison::{
+    selection_grids, validation_split, Comparison, Selection, Task, SELECTION_OPTIONS,
+};
+use super::{Method, Settings};
 use crate::cli::RunConfig;
 use crate::data::{molecules, Dataset, Standardizer, Targets};
 use crate::experiments::diabetes;
+use crate::grid::Grid;
 use crate::report::{Metrics, Plot, Table};
 use tensor::{Error, Result, Rng, Tensor};
 
@@ -13,9 +17,9 @@ use tensor::{Error, Result, Rng, Tensor};
 pub const OPTIONS: &[(&str, &str)] = &[
     ("steps", "optimisation steps per run (quick 300, full 3000)"),
     ("batches", "batch sizes, 0 = full batch (8,32,128,0)"),
-    super::SELECTION_OPTIONS[0],
-    super::SELECTION_OPTIONS[1],
-    super::SELECTION_OPTIONS[2],
+    SELECTION_OPTIONS[0],
+    SELECTION_OPTIONS[1],
+    SELECTION_OPTIONS[2],
     (
         "lr",
         "SGD learning rate, momentum 0.9, before the factors (0.01)",
@@ -63,7 +67,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         ));
     }
     let (lambdas, betas, lr_factors) = selection_grids(cfg)?;
-    let seeds = cfg.seed_list(3, 5)?;
+    let mut grid = Grid::new(cfg, cfg.seed_list(3, 5)?);
     let methods = [Method::Sgd, Method::Adam, Method::Ridge, Method::Proximal];
     let mut metrics = Metrics::default();
     let mut model = Vec::new();
@@ -139,31 +143,29 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             betas: &betas,
             lr_factors: &lr_factors,
         };
-        let task = Task {
-            train,
-            targets: train.values()?,
-            labels: None,
-            x: &test.x,
-            evaluate: &evaluate,
-        };
-        let found = sweep(
-            &format!("closed-form-regression: {name}"),
-            &methods,
-            &task,
-            Some(&selection),
-            &batches,
-            &seeds,
-            &s,
-            "MSE (original units)",
-            if name.starts_with("diabetes") { 0 } else { 3 },
-            &mut metrics,
-            &mut arms,
-        )?;
         let key = if name.starts_with("diabetes") {
             "diabetes"
         } else {
             "molecules"
         };
+        let found = Comparison {
+            title: format!("closed-form-regression: {name}"),
+            name: key,
+            methods: &methods,
+            task: Task {
+                train,
+                targets: train.values()?,
+                labels: None,
+                x: &test.x,
+                evaluate: &evaluate,
+            },
+            selection: Some(selection),
+            batches: &batches,
+            settings: &s,
+            metric: "MSE (original units)",
+            digits: if key == "diabetes" { 0 } else { 3 },
+        }
+        .run(&mut grid, &mut metrics, &mut arms)?;
         model.extend(arms.into_iter().map(|(k, v)| (format!("{key}.{k}"), v)));
         tables.extend(found);
     }
