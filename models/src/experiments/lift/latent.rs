@@ -23,9 +23,9 @@
 use super::density::{no_scores, nothing_after, Density};
 use super::{icnn_config, Convention, Model, Strategy};
 use crate::cli::RunConfig;
-use crate::data::builtin;
 use crate::data::gaussian::Gaussian;
-use crate::grid::Grid;
+use crate::data::{builtin, Dataset};
+use crate::grid::{Grid, Numbers};
 use crate::report::{mean_std, Metrics, Plot, Table};
 use crate::train::{train as train_loop, Batch, Batches, Budget, Cadence, Plan, Task, Training};
 use autograd::{no_grad, Var};
@@ -121,6 +121,21 @@ impl Autoencoder {
         let h = self.from_code.forward(z)?.silu()?.reshape(&[n, 64, 7, 7])?;
         let h = self.up1.forward(&upsample(&h)?)?.silu()?;
         self.up2.forward(&upsample(&h)?)?.reshape(&[n, 784])
+    }
+
+    /// Codes `[n, 32]` of images `[n, 784]` without a graph, encoded 500 images at
+    /// a time to bound the convolutions' working memory.
+    fn codes(&self, x: &Tensor<f64>) -> Result<Tensor<f64>> {
+        let n = x.shape()[0];
+        let parts = (0..n)
+            .step_by(500)
+            .map(|start| {
+                let idx: Vec<usize> = (start..(start + 500).min(n)).collect();
+                no_grad(|| self.encode(&Var::constant(x.index_select(0, &idx)?)))
+                    .map(|v| v.value().clone())
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Tensor::cat(&parts.iter().collect::<Vec<_>>(), 0)
     }
 
     /// Mean binary cross-entropy of the reconstructions, softplus(ℓ) − yℓ.
@@ -231,175 +246,257 @@ fn evaluate_log_z(
     Ok((top + mean.ln(), (var / n).sqrt() / mean))
 }
 
-/// Runs the experiment and returns its table.
-pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
-    cfg.check_known("lift-ebm-latent", OPTIONS)?;
-    let ae_epochs: usize = cfg.opt("ae-epochs", if cfg.quick { 3 } else { 10 })?;
-    let iterations: usize = cfg.opt("iterations", if cfg.quick { 500 } else { 3000 })?;
-    let width: usize = cfg.opt("width", 128)?;
-    let proposals: usize = cfg.opt("proposals", 1024)?;
-    if ae_epochs == 0 || iterations == 0 || width == 0 || proposals < 2 {
-        return Err(Error::value(
-            "lift-ebm-latent",
-            format!("needs positive --ae-epochs, --iterations, --width and --proposals ≥ 2, got {ae_epochs}, {iterations}, {width}, {proposals}"),
-        ));
-    }
-    let (mut train, mut test) = builtin::mnist()?;
-    let keep: usize = cfg.opt("images", 0)?;
-    if keep > 0 {
-        if keep < 128 {
+/// The options of one run.
+struct Options {
+    ae_epochs: usize,
+    iterations: usize,
+    width: usize,
+    /// Importance samples of log Z per training step.
+    proposals: usize,
+    /// Keep the first this many training images (and a quarter as many test
+    /// images); 0 keeps all.
+    images: usize,
+    /// Train the EBM on whitened codes.
+    whiten: bool,
+    /// The lift's settings (what its hypernetwork emits).
+    lift: LiftConfig,
+    quiet: bool,
+}
+
+impl Options {
+    /// The options from the command line, checked.
+    fn parse(cfg: &RunConfig) -> Result<Options> {
+        cfg.check_known("lift-ebm-latent", OPTIONS)?;
+        let ae_epochs: usize = cfg.opt("ae-epochs", if cfg.quick { 3 } else { 10 })?;
+        let iterations: usize = cfg.opt("iterations", if cfg.quick { 500 } else { 3000 })?;
+        let width: usize = cfg.opt("width", 128)?;
+        let proposals: usize = cfg.opt("proposals", 1024)?;
+        if ae_epochs == 0 || iterations == 0 || width == 0 || proposals < 2 {
             return Err(Error::value(
                 "lift-ebm-latent",
-                format!("--images needs at least one autoencoder batch of 128, got {keep}"),
+                format!("needs positive --ae-epochs, --iterations, --width and --proposals ≥ 2, got {ae_epochs}, {iterations}, {width}, {proposals}"),
             ));
         }
-        let first =
-            |n: usize, d: &crate::data::Dataset| d.subset(&(0..n.min(d.len())).collect::<Vec<_>>());
-        train = first(keep, &train)?;
-        test = first((keep / 4).max(1), &test)?;
+        let images: usize = cfg.opt("images", 0)?;
+        if images > 0 && images < 128 {
+            return Err(Error::value(
+                "lift-ebm-latent",
+                format!("--images needs at least one autoencoder batch of 128, got {images}"),
+            ));
+        }
+        Ok(Options {
+            ae_epochs,
+            iterations,
+            width,
+            proposals,
+            images,
+            whiten: cfg.opt("whiten", true)?,
+            lift: LiftConfig {
+                emit_all: super::parse_emit(&cfg.opt("emit", "all".to_string())?)?,
+                ..LiftConfig::default()
+            },
+            quiet: cfg.quiet,
+        })
     }
-    let (ae, bce) = train_autoencoder(&train.x, ae_epochs, cfg.seed, cfg.quiet)?;
-    // Encoded 500 images at a time, to bound the convolutions' working memory.
-    let codes = |x: &Tensor<f64>| -> Result<Tensor<f64>> {
-        let n = x.shape()[0];
-        let parts = (0..n)
-            .step_by(500)
-            .map(|start| {
-                let idx: Vec<usize> = (start..(start + 500).min(n)).collect();
-                no_grad(|| ae.encode(&Var::constant(x.index_select(0, &idx)?)))
-                    .map(|v| v.value().clone())
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Tensor::cat(&parts.iter().collect::<Vec<_>>(), 0)
-    };
-    let (raw_train, raw_test) = (codes(&train.x)?, codes(&test.x)?);
-    let mu = raw_train.mean(&[0], true)?;
-    let sd = raw_train
-        .sub(&mu)?
-        .square()
-        .mean(&[0], true)?
-        .sqrt()
-        .add_scalar(1e-8);
-    let (z_train, z_test) = (raw_train.sub(&mu)?.div(&sd)?, raw_test.sub(&mu)?.div(&sd)?);
-    let fitted = Gaussian::fit(&z_train)?;
-    let gauss_nll = fitted.nll(&z_test)?;
-    // Whitening x ↦ L⁻¹(x − μ) makes the fitted Gaussian N(0, I); densities in the
-    // standardised coordinates gain the Jacobian ½ log det Σ, added back below so
-    // every NLL is on the same scale.
-    let whiten: bool = cfg.opt("whiten", true)?;
-    let (z_train, z_test, jacobian) = if whiten {
-        (
-            fitted.whiten(&z_train)?,
-            fitted.whiten(&z_test)?,
-            0.5 * fitted.log_det,
-        )
-    } else {
-        (z_train, z_test, 0.0)
-    };
-    let gauss = Gaussian::fit(&z_train)?;
-    let seeds = cfg.seed_list(3, 3)?;
-    let mut metrics = Metrics::default();
+}
+
+/// The MNIST digits: the first `keep` training and `keep / 4` test images, or all
+/// of them when `keep` is 0.
+fn images(keep: usize) -> Result<(Dataset, Dataset)> {
+    let (train, test) = builtin::mnist()?;
+    if keep == 0 {
+        return Ok((train, test));
+    }
+    let first = |n: usize, d: &Dataset| d.subset(&(0..n.min(d.len())).collect::<Vec<_>>());
+    Ok((first(keep, &train)?, first((keep / 4).max(1), &test)?))
+}
+
+/// The codes the EBM trains and is tested on, and the Gaussian fitted to them.
+struct Codes {
+    /// Training codes, standardised (and whitened with `--whiten`).
+    train: Tensor<f64>,
+    /// Test codes, in the training codes' coordinates.
+    test: Tensor<f64>,
+    /// ½ log det Σ when whitened (0 otherwise): added back to every EBM NLL so it
+    /// is in the standardised coordinates.
+    jacobian: f64,
+    /// The Gaussian fitted to `train`: the proposal of log Z.
+    gauss: Gaussian,
+    /// The test NLL of the Gaussian fitted to the standardised codes.
+    gauss_nll: f64,
+}
+
+impl Codes {
+    /// The codes of the (train, test) images under `ae`, standardised on the
+    /// training split and, with `whiten`, whitened by the fitted Gaussian.
+    fn of(
+        ae: &Autoencoder,
+        (train, test): (&Tensor<f64>, &Tensor<f64>),
+        whiten: bool,
+    ) -> Result<Codes> {
+        let (raw_train, raw_test) = (ae.codes(train)?, ae.codes(test)?);
+        let mu = raw_train.mean(&[0], true)?;
+        let sd = raw_train
+            .sub(&mu)?
+            .square()
+            .mean(&[0], true)?
+            .sqrt()
+            .add_scalar(1e-8);
+        let (z_train, z_test) = (raw_train.sub(&mu)?.div(&sd)?, raw_test.sub(&mu)?.div(&sd)?);
+        let fitted = Gaussian::fit(&z_train)?;
+        let gauss_nll = fitted.nll(&z_test)?;
+        // Whitening x ↦ L⁻¹(x − μ) makes the fitted Gaussian N(0, I); densities in the
+        // standardised coordinates gain the Jacobian ½ log det Σ, added back to
+        // every EBM NLL so every NLL is on the same scale.
+        let (train, test, jacobian) = if whiten {
+            (
+                fitted.whiten(&z_train)?,
+                fitted.whiten(&z_test)?,
+                0.5 * fitted.log_det,
+            )
+        } else {
+            (z_train, z_test, 0.0)
+        };
+        Ok(Codes {
+            gauss: Gaussian::fit(&train)?,
+            train,
+            test,
+            jacobian,
+            gauss_nll,
+        })
+    }
+}
+
+/// The table, titled with the setting, with the fitted Gaussian's row.
+fn headline(o: &Options, codes: &Codes, bce: f64, seeds: usize) -> Table {
+    let (width, ae_epochs, iterations, proposals) =
+        (o.width, o.ae_epochs, o.iterations, o.proposals);
     let mut table = Table::new(
         &format!(
-            "lift-ebm-latent: log-concave EBM (ICNN width {width} × 3, c = 0.02) on the 32-D codes of real MNIST (autoencoder {ae_epochs} epochs, train BCE {bce:.4}/pixel; {} train / {} test codes, standardised{}; NLLs in the standardised coordinates), {iterations} iterations, batch 256, log Z by importance sampling from the fitted Gaussian ({proposals} draws per step; test: 8 × 8192), {} seeds; test NLL in nats (mean ± std over seeds; the estimator's standard error of log Z beside it)",
-            z_train.shape()[0],
-            z_test.shape()[0],
-            if whiten { ", the EBM trained on them whitened" } else { "" },
-            seeds.len()
+            "lift-ebm-latent: log-concave EBM (ICNN width {width} × 3, c = 0.02) on the 32-D codes of real MNIST (autoencoder {ae_epochs} epochs, train BCE {bce:.4}/pixel; {} train / {} test codes, standardised{}; NLLs in the standardised coordinates), {iterations} iterations, batch 256, log Z by importance sampling from the fitted Gaussian ({proposals} draws per step; test: 8 × 8192), {seeds} seeds; test NLL in nats (mean ± std over seeds; the estimator's standard error of log Z beside it)",
+            codes.train.shape()[0],
+            codes.test.shape()[0],
+            if o.whiten { ", the EBM trained on them whitened" } else { "" },
         ),
         &["method", "parameters", "test NLL", "s.e. of log Ẑ", "gap to the Gaussian", "non-finite steps skipped", "s / run"],
     );
     table.row(vec![
         "fitted Gaussian (the proposal)".into(),
         (LATENT + LATENT * (LATENT + 1) / 2).to_string(),
-        format!("{gauss_nll:.3}"),
+        format!("{:.3}", codes.gauss_nll),
         "exact".into(),
         "0".into(),
         "—".into(),
         "—".into(),
     ]);
-    let lift = LiftConfig {
-        emit_all: super::parse_emit(&cfg.opt("emit", "all".to_string())?)?,
-        ..LiftConfig::default()
+    table
+}
+
+/// One grid cell: trains the EBM of `strategy` at `seed` under `series` and scores
+/// it on the test codes (`nll`, `se` of log Ẑ, `seconds`, `size`, `skipped`).
+fn train_ebm(
+    o: &Options,
+    codes: &Codes,
+    strategy: Strategy,
+    (seed, series): (u64, &str),
+    metrics: &mut Metrics,
+) -> Result<Numbers> {
+    let mut rng = Rng::new(seed);
+    let m = Model::new(
+        strategy,
+        Convention::Ebm,
+        icnn_config(LATENT, o.width, 3, 0.02),
+        &o.lift,
+        1e-3,
+        &[],
+        &mut rng,
+    )?;
+    let mut data_rng = Rng::new(seed ^ 0x1a7e);
+    let n = codes.train.shape()[0];
+    let step = |m: &mut Model| -> Result<f64> {
+        let idx: Vec<usize> = (0..256)
+            .map(|_| data_rng.below(n as u64).map(|i| i as usize))
+            .collect::<Result<_>>()?;
+        let batch = codes.train.index_select(0, &idx)?;
+        let (xs, lq) = codes.gauss.sample(o.proposals, &mut data_rng)?;
+        let loss = |m: &Model, w: &[Var<f64>], b: &Tensor<f64>| -> Result<Var<f64>> {
+            m.net
+                .forward_with(&Var::constant(b.clone()), w)?
+                .mean_all()?
+                .add(&log_partition(m, w, &xs, &lq)?)
+        };
+        m.step(&batch, 1.0, &loss)
     };
-    let mut by_strategy = Vec::new();
+    let (m, out) = Density {
+        model: m,
+        step: Box::new(step),
+        after: nothing_after(),
+        scores: no_scores(),
+    }
+    .train(o.iterations, o.iterations / 20, series, o.quiet, metrics)?;
+    let pin = codes.train.index_select(0, &(0..256).collect::<Vec<_>>())?;
+    let w: Vec<Var<f64>> = no_grad(|| m.positivity.weights(&pin))?
+        .iter()
+        .map(|v| v.detach())
+        .collect();
+    let (log_z, se) = evaluate_log_z(&m, &w, &codes.gauss, 8192, 8, &mut Rng::new(seed ^ 0xe7a1))?;
+    let mean_f = no_grad(|| m.net.forward_with(&Var::constant(codes.test.clone()), &w))?
+        .value()
+        .mean_all()?
+        .item()?;
+    Ok(vec![
+        ("nll".to_string(), mean_f + log_z + codes.jacobian),
+        ("se".to_string(), se),
+        ("seconds".to_string(), out.seconds),
+        ("size".to_string(), m.size() as f64),
+        ("skipped".to_string(), out.skipped as f64),
+    ])
+}
+
+/// The table row of `arm` from its cells, and its test NLLs (for the evidence).
+fn strategy_row(grid: &Grid, arm: &str, gauss_nll: f64) -> Result<(Vec<String>, Vec<f64>)> {
+    let nlls = grid.values(arm, "", "nll")?;
+    let count = |v: f64| if v.is_finite() { v as usize } else { 0 };
+    let size = grid
+        .values(arm, "", "size")?
+        .first()
+        .map_or(0, |&v| count(v));
+    let skipped: usize = grid
+        .values(arm, "", "skipped")?
+        .into_iter()
+        .map(count)
+        .sum();
+    let gaps: Vec<f64> = nlls.iter().map(|v| v - gauss_nll).collect();
+    let row = vec![
+        arm.into(),
+        size.to_string(),
+        mean_std(&nlls, 3),
+        grid.mean_std(arm, "", "se", 4)?,
+        mean_std(&gaps, 3),
+        skipped.to_string(),
+        grid.mean_std(arm, "", "seconds", 1)?,
+    ];
+    Ok((row, nlls))
+}
+
+/// Runs the experiment and returns its table.
+pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
+    let o = Options::parse(cfg)?;
+    let (train, test) = images(o.images)?;
+    let (ae, bce) = train_autoencoder(&train.x, o.ae_epochs, cfg.seed, cfg.quiet)?;
+    let codes = Codes::of(&ae, (&train.x, &test.x), o.whiten)?;
+    let seeds = cfg.seed_list(3, 3)?;
+    let mut table = headline(&o, &codes, bce, seeds.len());
+    let mut metrics = Metrics::default();
     let mut grid = Grid::new(cfg, seeds);
+    let mut by_strategy = Vec::new();
     for strategy in [Strategy::Pgd, Strategy::Softplus, Strategy::Lift] {
         let arm = strategy.name();
         grid.run(arm, "", &mut metrics, |seed, series, metrics| {
-            let mut rng = Rng::new(seed);
-            let m = Model::new(
-                strategy,
-                Convention::Ebm,
-                icnn_config(LATENT, width, 3, 0.02),
-                &lift,
-                1e-3,
-                &[],
-                &mut rng,
-            )?;
-            let mut data_rng = Rng::new(seed ^ 0x1a7e);
-            let n = z_train.shape()[0];
-            let step = |m: &mut Model| -> Result<f64> {
-                let idx: Vec<usize> = (0..256)
-                    .map(|_| data_rng.below(n as u64).map(|i| i as usize))
-                    .collect::<Result<_>>()?;
-                let batch = z_train.index_select(0, &idx)?;
-                let (xs, lq) = gauss.sample(proposals, &mut data_rng)?;
-                let loss = |m: &Model, w: &[Var<f64>], b: &Tensor<f64>| -> Result<Var<f64>> {
-                    m.net
-                        .forward_with(&Var::constant(b.clone()), w)?
-                        .mean_all()?
-                        .add(&log_partition(m, w, &xs, &lq)?)
-                };
-                m.step(&batch, 1.0, &loss)
-            };
-            let (m, out) = Density {
-                model: m,
-                step: Box::new(step),
-                after: nothing_after(),
-                scores: no_scores(),
-            }
-            .train(iterations, iterations / 20, series, cfg.quiet, metrics)?;
-            let pin = z_train.index_select(0, &(0..256).collect::<Vec<_>>())?;
-            let w: Vec<Var<f64>> = no_grad(|| m.positivity.weights(&pin))?
-                .iter()
-                .map(|v| v.detach())
-                .collect();
-            let (log_z, se) =
-                evaluate_log_z(&m, &w, &gauss, 8192, 8, &mut Rng::new(seed ^ 0xe7a1))?;
-            let mean_f = no_grad(|| m.net.forward_with(&Var::constant(z_test.clone()), &w))?
-                .value()
-                .mean_all()?
-                .item()?;
-            Ok(vec![
-                ("nll".to_string(), mean_f + log_z + jacobian),
-                ("se".to_string(), se),
-                ("seconds".to_string(), out.seconds),
-                ("size".to_string(), m.size() as f64),
-                ("skipped".to_string(), out.skipped as f64),
-            ])
+            train_ebm(&o, &codes, strategy, (seed, series), metrics)
         })?;
-        let nlls = grid.values(arm, "", "nll")?;
-        let count = |v: f64| if v.is_finite() { v as usize } else { 0 };
-        let size = grid
-            .values(arm, "", "size")?
-            .first()
-            .map_or(0, |&v| count(v));
-        let skipped: usize = grid
-            .values(arm, "", "skipped")?
-            .into_iter()
-            .map(count)
-            .sum();
-        let gaps: Vec<f64> = nlls.iter().map(|v| v - gauss_nll).collect();
-        table.row(vec![
-            arm.into(),
-            size.to_string(),
-            mean_std(&nlls, 3),
-            grid.mean_std(arm, "", "se", 4)?,
-            mean_std(&gaps, 3),
-            skipped.to_string(),
-            grid.mean_std(arm, "", "seconds", 1)?,
-        ]);
+        let (row, nlls) = strategy_row(&grid, arm, codes.gauss_nll)?;
+        table.row(row);
         by_strategy.push((strategy, nlls));
     }
     table.evidence = super::lift_evidence("lift-ebm-latent, MNIST codes", "test NLL", &by_strategy);

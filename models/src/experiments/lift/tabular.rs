@@ -33,7 +33,7 @@ use super::{
 use crate::cli::RunConfig;
 use crate::data::gaussian::Gaussian;
 use crate::data::tabular::{load_hepmass, StandIn, TabularSplits};
-use crate::grid::Grid;
+use crate::grid::{Grid, Numbers};
 use crate::report::{mean_std, Metrics, Plot, Table};
 use autograd::{grad, no_grad, Var};
 use optim::lift::LiftConfig;
@@ -212,76 +212,171 @@ impl TabularRun<'_> {
     }
 }
 
-/// Runs the experiment and returns its table.
-pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
-    cfg.check_known("lift-flow-tabular", OPTIONS)?;
-    // 300 iterations leave every arm within 0.015 nats of the Gaussian start; at
-    // 2,000 they separate (the quick setting's table in the README).
-    let iterations = cfg.opt_positive("iterations", if cfg.quick { 2000 } else { 3000 })?;
-    let width = cfg.opt_positive("width", 64)?;
-    let layers = cfg.opt_positive("layers", if cfg.quick { 4 } else { 10 })?;
-    let batch = cfg.opt_positive("batch", if cfg.quick { 256 } else { 1024 })?;
-    let train_size = cfg.opt_positive("train-size", if cfg.quick { 10_000 } else { 50_000 })?;
-    let control = cfg.opt("control", false)?;
-    let methods: Vec<String> = cfg.opt_list(
-        "methods",
-        &[
-            "pgd".to_string(),
-            "softplus".to_string(),
-            "lift".to_string(),
-        ],
-    )?;
-    let mut chosen = Vec::new();
-    for m in &methods {
-        chosen.push(match m.as_str() {
-            "pgd" => Strategy::Pgd,
-            "softplus" => Strategy::Softplus,
-            "lift" => Strategy::Lift,
-            other => {
-                return Err(Error::value(
-                    "lift-flow-tabular",
-                    format!("--methods takes pgd, softplus and lift, got '{other}'"),
-                ))
-            }
-        });
+impl TabularResult {
+    /// The cell's numbers, the NLLs shifted by `jacobian` back to the z-scored
+    /// data's scale.
+    fn numbers(&self, jacobian: f64) -> Numbers {
+        vec![
+            ("validation".into(), self.validation + jacobian),
+            ("test".into(), self.test + jacobian),
+            ("params".into(), self.params as f64),
+            ("skipped".into(), self.skipped as f64),
+            ("secs".into(), self.secs),
+        ]
     }
-    if control {
-        chosen.push(Strategy::SoftplusWide);
+}
+
+/// The options of one run.
+struct Options {
+    iterations: usize,
+    width: usize,
+    layers: usize,
+    batch: usize,
+    /// Rows of the built-in stand-in's training split.
+    train_size: usize,
+    /// The strategies to train, in table order (the width-matched control last).
+    strategies: Vec<Strategy>,
+    /// Train on rows whitened by the fitted Gaussian.
+    whiten: bool,
+    quiet: bool,
+}
+
+impl Options {
+    /// The options from the command line, checked.
+    fn parse(cfg: &RunConfig) -> Result<Options> {
+        cfg.check_known("lift-flow-tabular", OPTIONS)?;
+        // 300 iterations leave every arm within 0.015 nats of the Gaussian start; at
+        // 2,000 they separate (the quick setting's table in the README).
+        let iterations = cfg.opt_positive("iterations", if cfg.quick { 2000 } else { 3000 })?;
+        let width = cfg.opt_positive("width", 64)?;
+        let layers = cfg.opt_positive("layers", if cfg.quick { 4 } else { 10 })?;
+        let batch = cfg.opt_positive("batch", if cfg.quick { 256 } else { 1024 })?;
+        let train_size = cfg.opt_positive("train-size", if cfg.quick { 10_000 } else { 50_000 })?;
+        let control = cfg.opt("control", false)?;
+        let methods: Vec<String> = cfg.opt_list(
+            "methods",
+            &[
+                "pgd".to_string(),
+                "softplus".to_string(),
+                "lift".to_string(),
+            ],
+        )?;
+        let mut strategies = Vec::new();
+        for m in &methods {
+            strategies.push(match m.as_str() {
+                "pgd" => Strategy::Pgd,
+                "softplus" => Strategy::Softplus,
+                "lift" => Strategy::Lift,
+                other => {
+                    return Err(Error::value(
+                        "lift-flow-tabular",
+                        format!("--methods takes pgd, softplus and lift, got '{other}'"),
+                    ))
+                }
+            });
+        }
+        if control {
+            strategies.push(Strategy::SoftplusWide);
+        }
+        Ok(Options {
+            iterations,
+            width,
+            layers,
+            batch,
+            train_size,
+            strategies,
+            whiten: cfg.opt("whiten", true)?,
+            quiet: cfg.quiet,
+        })
     }
-    let data = match &cfg.data {
-        Some(dir) => load_hepmass(dir)?,
-        None => StandIn::new().splits(train_size, 2_000, 5_000, 2026)?,
-    };
-    let entropy = data
-        .test_log_density
-        .as_ref()
-        .map(|lp| -lp.iter().sum::<f64>() / lp.len() as f64);
-    let fitted = Gaussian::fit(&data.train)?;
-    let gaussian = fitted.nll(&data.test)?;
-    // Whitening x ↦ L⁻¹(x − μ) starts every flow at the moment-matched Gaussian
-    // (the identity map on whitened rows), so the budget goes to the non-Gaussian
-    // structure rather than to learning a covariance through an isotropic ½c‖x‖²
-    // term; densities gain the Jacobian ½ log det Σ, added back to every NLL.
-    let whiten: bool = cfg.opt("whiten", true)?;
-    let (data, jacobian) = if whiten {
-        (
-            TabularSplits {
-                train: fitted.whiten(&data.train)?,
-                validation: fitted.whiten(&data.validation)?,
-                test: fitted.whiten(&data.test)?,
-                test_log_density: data.test_log_density.clone(),
-                description: format!("{}, whitened", data.description),
-            },
-            0.5 * fitted.log_det,
-        )
-    } else {
-        (data, 0.0)
-    };
-    let seeds = cfg.seed_list(3, 3)?;
+
+    /// The run of `strategy` on `data` at `seed`.
+    fn tabular<'a>(
+        &self,
+        data: &'a TabularSplits,
+        strategy: Strategy,
+        seed: u64,
+    ) -> TabularRun<'a> {
+        TabularRun {
+            data,
+            strategy,
+            width: self.width,
+            layers: self.layers,
+            batch: self.batch,
+            iterations: self.iterations,
+            seed,
+            quiet: self.quiet,
+        }
+    }
+}
+
+/// The data the flows train on and the references their NLLs are read against.
+struct Prepared {
+    /// The splits (whitened with `--whiten`).
+    data: TabularSplits,
+    /// The exact test entropy, when the data's density is known (the stand-in).
+    entropy: Option<f64>,
+    /// The test NLL of the Gaussian fitted to the training split.
+    gaussian: f64,
+    /// ½ log det Σ when whitened (0 otherwise): added back to every flow NLL.
+    jacobian: f64,
+}
+
+impl Prepared {
+    /// HEPMASS from `dir`, or the built-in stand-in without one; whitened with
+    /// `o.whiten`.
+    fn of(dir: Option<&std::path::Path>, o: &Options) -> Result<Prepared> {
+        let data = match dir {
+            Some(dir) => load_hepmass(dir)?,
+            None => StandIn::new().splits(o.train_size, 2_000, 5_000, 2026)?,
+        };
+        let entropy = data
+            .test_log_density
+            .as_ref()
+            .map(|lp| -lp.iter().sum::<f64>() / lp.len() as f64);
+        let fitted = Gaussian::fit(&data.train)?;
+        let gaussian = fitted.nll(&data.test)?;
+        // Whitening x ↦ L⁻¹(x − μ) starts every flow at the moment-matched Gaussian
+        // (the identity map on whitened rows), so the budget goes to the non-Gaussian
+        // structure rather than to learning a covariance through an isotropic ½c‖x‖²
+        // term; densities gain the Jacobian ½ log det Σ, added back to every NLL.
+        let (data, jacobian) = if o.whiten {
+            (
+                TabularSplits {
+                    train: fitted.whiten(&data.train)?,
+                    validation: fitted.whiten(&data.validation)?,
+                    test: fitted.whiten(&data.test)?,
+                    test_log_density: data.test_log_density.clone(),
+                    description: format!("{}, whitened", data.description),
+                },
+                0.5 * fitted.log_det,
+            )
+        } else {
+            (data, 0.0)
+        };
+        Ok(Prepared {
+            data,
+            entropy,
+            gaussian,
+            jacobian,
+        })
+    }
+}
+
+/// "mean ± std" of the gaps of `v` to the reference `r`, or "unknown" without one.
+fn gap(v: &[f64], r: Option<f64>) -> String {
+    match r {
+        Some(r) => mean_std(&v.iter().map(|x| x - r).collect::<Vec<_>>(), 3),
+        None => "unknown".into(),
+    }
+}
+
+/// The table, titled with the setting, with the moment-matched Gaussian's row.
+fn headline(o: &Options, p: &Prepared, seeds: usize) -> Table {
+    let (width, layers, iterations, batch) = (o.width, o.layers, o.iterations, o.batch);
     let setting = format!(
-        "{}; ICNN width {width} × {layers}, {iterations} iterations, batch {batch}, Adam 1e-3 β₂ 0.99 wd 1e-6, exact 21×21 log-det, {} seeds",
-        data.description,
-        seeds.len()
+        "{}; ICNN width {width} × {layers}, {iterations} iterations, batch {batch}, Adam 1e-3 β₂ 0.99 wd 1e-6, exact 21×21 log-det, {seeds} seeds",
+        p.data.description,
     );
     let mut table = Table::new(
         &format!("lift-flow-tabular: convex potential flow, {setting}; NLL in nats per row of the z-scored data (mean ± std over seeds) against the exact entropy (when known) and the moment-matched Gaussian; paper on HEPMASS at ≈300k iterations (unverified): lift 22.85, softplus 443.88, PGD 27.01"),
@@ -296,71 +391,72 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             "s / run",
         ],
     );
-    let fmt_gap = |v: &[f64], r: Option<f64>| match r {
-        Some(r) => mean_std(&v.iter().map(|x| x - r).collect::<Vec<_>>(), 3),
-        None => "unknown".into(),
-    };
     table.row(vec![
         "moment-matched Gaussian".into(),
         (21 + 21 * 22 / 2).to_string(),
         "—".into(),
-        format!("{gaussian:.3}"),
-        fmt_gap(&[gaussian], entropy),
+        format!("{:.3}", p.gaussian),
+        gap(&[p.gaussian], p.entropy),
         "0".into(),
         "—".into(),
         "—".into(),
     ]);
-    let mut metrics = Metrics::default();
+    table
+}
+
+/// Every strategy over the grid's seeds: its row and, after them, the evidence
+/// and the exact density's row (when known).
+fn strategies(
+    o: &Options,
+    p: &Prepared,
+    grid: &mut Grid,
+    (table, metrics): (&mut Table, &mut Metrics),
+) -> Result<()> {
     let mut by_strategy = Vec::new();
-    let mut grid = Grid::new(cfg, seeds);
-    for strategy in chosen {
+    for &strategy in &o.strategies {
         let arm = strategy.name();
-        grid.run(arm, "", &mut metrics, |seed, _, metrics| {
-            let out = TabularRun {
-                data: &data,
-                strategy,
-                width,
-                layers,
-                batch,
-                iterations,
-                seed,
-                quiet: cfg.quiet,
-            }
-            .train(metrics)?;
-            Ok(vec![
-                ("validation".into(), out.validation + jacobian),
-                ("test".into(), out.test + jacobian),
-                ("params".into(), out.params as f64),
-                ("skipped".into(), out.skipped as f64),
-                ("secs".into(), out.secs),
-            ])
+        grid.run(arm, "", metrics, |seed, _, metrics| {
+            let out = o.tabular(&p.data, strategy, seed).train(metrics)?;
+            Ok(out.numbers(p.jacobian))
         })?;
         let test = grid.values(arm, "", "test")?;
         table.row(vec![
             arm.into(),
-            cells::params(&grid, arm, "")?.to_string(),
+            cells::params(grid, arm, "")?.to_string(),
             grid.mean_std(arm, "", "validation", 3)?,
             mean_std(&test, 3),
-            fmt_gap(&test, entropy),
-            fmt_gap(&test, Some(gaussian)),
-            cells::skipped(&grid, arm, "")?.to_string(),
+            gap(&test, p.entropy),
+            gap(&test, Some(p.gaussian)),
+            cells::skipped(grid, arm, "")?.to_string(),
             grid.mean_std(arm, "", "secs", 1)?,
         ]);
         by_strategy.push((strategy, test));
     }
     table.evidence = super::lift_evidence("lift-flow-tabular", "test NLL", &by_strategy);
-    if let Some(h) = entropy {
+    if let Some(h) = p.entropy {
         table.row(vec![
             "exact density (the floor)".into(),
             "—".into(),
             "—".into(),
             format!("{h:.3}"),
             "0".into(),
-            format!("{:.3}", h - gaussian),
+            format!("{:.3}", h - p.gaussian),
             "—".into(),
             "—".into(),
         ]);
     }
+    Ok(())
+}
+
+/// Runs the experiment and returns its table.
+pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
+    let o = Options::parse(cfg)?;
+    let p = Prepared::of(cfg.data.as_deref(), &o)?;
+    let seeds = cfg.seed_list(3, 3)?;
+    let mut table = headline(&o, &p, seeds.len());
+    let mut grid = Grid::new(cfg, seeds);
+    let mut metrics = Metrics::default();
+    strategies(&o, &p, &mut grid, (&mut table, &mut metrics))?;
     cfg.run_dir("lift-flow-tabular")?.finish(
         "lift-flow-tabular",
         Plot::Curves {
