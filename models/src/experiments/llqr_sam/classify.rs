@@ -363,94 +363,118 @@ const FULL_ARMS: &[&str] = &[
     "llqr-fsam-ngd-euclid",
 ];
 
-/// Runs the experiment and returns its tables.
-pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
-    cfg.check_known("llqr-sam", OPTIONS)?;
-    let budget = Regime {
-        epochs: cfg.opt("epochs", if cfg.quick { 12 } else { 40 })?,
-        batch: cfg.opt("batch", 64usize)?,
-        hidden: cfg.opt("hidden", 128usize)?,
-        model: Model::parse(&cfg.opt("model", "mlp".to_string())?)?,
-    };
-    if budget.epochs == 0 || budget.batch == 0 || budget.hidden == 0 {
-        return Err(Error::value(
-            "llqr-sam",
-            "--epochs, --batch and --hidden must be positive",
-        ));
+/// The options of one run.
+struct Options {
+    budget: Regime,
+    hyper: Hyper,
+    arms: Vec<Method>,
+    /// Inner learning rates of the sweep table (empty: no sweep table).
+    sweep: Vec<f64>,
+    /// The noise levels in percent, as given (the data holds them as fractions).
+    levels: Vec<f64>,
+    quiet: bool,
+}
+
+impl Options {
+    /// The options from the command line, checked.
+    fn parse(cfg: &RunConfig) -> Result<Options> {
+        cfg.check_known("llqr-sam", OPTIONS)?;
+        let budget = Regime {
+            epochs: cfg.opt("epochs", if cfg.quick { 12 } else { 40 })?,
+            batch: cfg.opt("batch", 64usize)?,
+            hidden: cfg.opt("hidden", 128usize)?,
+            model: Model::parse(&cfg.opt("model", "mlp".to_string())?)?,
+        };
+        if budget.epochs == 0 || budget.batch == 0 || budget.hidden == 0 {
+            return Err(Error::value(
+                "llqr-sam",
+                "--epochs, --batch and --hidden must be positive",
+            ));
+        }
+        let hyper = Hyper {
+            lr: cfg.opt("lr", 0.05)?,
+            momentum: 0.9,
+            weight_decay: 5e-4,
+            rho: cfg.opt("rho", 0.05)?,
+            fsam_sigma: 1.0,
+            fsam_decay: 0.9,
+            refresh_every: cfg.opt("refresh", 25usize)?,
+            precond_batch: 128,
+            inner_lr: cfg.opt("inner-lr", 1e-3)?,
+        };
+        let arms: Vec<Method> = cfg
+            .opt_list(
+                "arms",
+                &(if cfg.quick { QUICK_ARMS } else { FULL_ARMS })
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>(),
+            )?
+            .iter()
+            .map(|t| Method::parse(t))
+            .collect::<Result<_>>()?;
+        if arms.is_empty() {
+            return Err(Error::value("llqr-sam", "--arms names none"));
+        }
+        let sweep = cfg.opt_list("inner-sweep", if cfg.quick { &[] } else { &[1e-4, 1e-2] })?;
+        let levels: Vec<f64> = cfg.opt_list(
+            "noise",
+            if cfg.quick {
+                &[0.0, 40.0, 80.0]
+            } else {
+                &[0.0, 20.0, 40.0, 60.0, 80.0]
+            },
+        )?;
+        if levels.is_empty() || levels.iter().any(|p| !(0.0..100.0).contains(p)) {
+            return Err(Error::value(
+                "llqr-sam",
+                format!("--noise: percentages in [0, 100) expected, got {levels:?}"),
+            ));
+        }
+        Ok(Options {
+            budget,
+            hyper,
+            arms,
+            sweep,
+            levels,
+            quiet: cfg.quiet,
+        })
     }
-    let hyper = Hyper {
-        lr: cfg.opt("lr", 0.05)?,
-        momentum: 0.9,
-        weight_decay: 5e-4,
-        rho: cfg.opt("rho", 0.05)?,
-        fsam_sigma: 1.0,
-        fsam_decay: 0.9,
-        refresh_every: cfg.opt("refresh", 25usize)?,
-        precond_batch: 128,
-        inner_lr: cfg.opt("inner-lr", 1e-3)?,
-    };
-    let arms: Vec<Method> = cfg
-        .opt_list(
-            "arms",
-            &(if cfg.quick { QUICK_ARMS } else { FULL_ARMS })
-                .iter()
-                .map(|s| s.to_string())
-                .collect::<Vec<_>>(),
-        )?
-        .iter()
-        .map(|t| Method::parse(t))
-        .collect::<Result<_>>()?;
-    if arms.is_empty() {
-        return Err(Error::value("llqr-sam", "--arms names none"));
+
+    /// `method` with the run's hyper-parameters and budget.
+    fn arm(&self, method: Method) -> Arm {
+        Arm {
+            method,
+            hyper: self.hyper.clone(),
+            budget: self.budget.clone(),
+        }
     }
-    let sweep: Vec<f64> =
-        cfg.opt_list("inner-sweep", if cfg.quick { &[] } else { &[1e-4, 1e-2] })?;
-    let levels: Vec<f64> = cfg.opt_list(
-        "noise",
-        if cfg.quick {
-            &[0.0, 40.0, 80.0]
-        } else {
-            &[0.0, 20.0, 40.0, 60.0, 80.0]
-        },
-    )?;
-    if levels.is_empty() || levels.iter().any(|p| !(0.0..100.0).contains(p)) {
-        return Err(Error::value(
-            "llqr-sam",
-            format!("--noise: percentages in [0, 100) expected, got {levels:?}"),
-        ));
-    }
-    let images = images::load(
-        cfg,
-        ImageSet::Mnist,
-        if cfg.quick { QUICK_SIZES } else { (0, 0) },
-    )?;
-    let (clean, test) = (images.train, images.test);
-    let data = Data {
-        clean,
-        levels: levels.iter().map(|p| p / 100.0).collect(),
-        test,
-    };
-    let seeds = cfg.seed_list(3, 5)?;
-    let mut metrics = Metrics::default();
-    let mut model = Vec::new();
-    let mut header = vec!["optimiser".to_string()];
+}
+
+/// A table titled `title` whose columns are `before`, one per noise level (in
+/// percent) and `after`: both tables lay out the levels alike.
+fn noise_table(title: &str, (before, after): (&[&str], &[&str]), levels: &[f64]) -> Table {
+    let mut header: Vec<String> = before.iter().map(|s| s.to_string()).collect();
     header.extend(levels.iter().map(|p| format!("noise {p:.0} %")));
-    header.extend(
-        [
-            "ms / step",
-            "× SGD",
-            "× SGD at T_U = 1000",
-            "U entries: median [min, max], moved > 1 %",
-            "sanitised",
-        ]
-        .iter()
-        .map(|s| s.to_string()),
-    );
+    header.extend(after.iter().map(|s| s.to_string()));
     let header_refs: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
-    let mut table = Table::new(
+    Table::new(title, &header_refs)
+}
+
+/// Every arm at every noise level over the grid's seeds: the headline table (the
+/// accuracies, the time per step against the first arm's, U's spread), with the
+/// evidence of the authors' default LLQR+SAM. `source` describes the images.
+fn headline(
+    o: &Options,
+    (data, source): (&Data, &str),
+    grid: &mut Grid,
+    (metrics, model): (&mut Metrics, &mut Vec<(String, AnyTensor)>),
+) -> Result<Table> {
+    let (budget, hyper) = (&o.budget, &o.hyper);
+    let mut table = noise_table(
         &format!(
             "llqr-sam: {src}, {net}, {e} epochs, batch {b}, SGD lr {lr} cosine, momentum 0.9, wd 5e-4, ρ {rho}, T_U {tu}, inner solve 50 steps at lr {ilr} on 128 images; {n} seeds (mean ± std); clean test accuracy after training with symmetric label noise (a fresh draw per seed, shared by every arm); U's spread after the last step of the first seed at the first level, relative to its initial value 1",
-            src = images.description,
+            src = source,
             net = budget.model.describe(data.clean.x.shape()[1], budget.hidden),
             e = budget.epochs,
             b = budget.batch,
@@ -458,28 +482,31 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             rho = hyper.rho,
             tu = hyper.refresh_every,
             ilr = hyper.inner_lr,
-            n = seeds.len(),
+            n = grid.seeds().len(),
         ),
-        &header_refs,
+        (
+            &["optimiser"],
+            &[
+                "ms / step",
+                "× SGD",
+                "× SGD at T_U = 1000",
+                "U entries: median [min, max], moved > 1 %",
+                "sanitised",
+            ],
+        ),
+        &o.levels,
     );
-    let n_seeds = seeds.len();
-    let mut grid = Grid::new(cfg, seeds);
     let mut sgd_ms = None;
     // Every arm's accuracies (per level, over seeds), for the claim's test.
     let mut accuracies: Vec<(Method, Vec<Vec<f64>>)> = Vec::new();
-    for &method in &arms {
-        let arm = Arm {
-            method,
-            hyper: hyper.clone(),
-            budget: budget.clone(),
-        };
+    for &method in &o.arms {
         let mut s = summarise(
-            &arm,
+            &o.arm(method),
             &method.tag(),
-            &data,
-            &mut grid,
-            (cfg.quiet, &mut metrics),
-            &mut model,
+            data,
+            grid,
+            (o.quiet, metrics),
+            model,
         )?;
         accuracies.push((method, s.accuracy.clone()));
         let ms = median(&mut s.ms);
@@ -500,15 +527,21 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         ]);
         table.row(row);
     }
-    // The authors' default LLQR+SAM (NGD, ‖Ug‖₂) against SGD and SAM at every
-    // noise level.
+    table.evidence.extend(evidence(&o.levels, &accuracies));
+    Ok(table)
+}
+
+/// The authors' default LLQR+SAM (NGD, ‖Ug‖₂) against SGD and SAM at every noise
+/// level (`levels` in percent), for those of the three that ran.
+fn evidence(levels: &[f64], accuracies: &[(Method, Vec<Vec<f64>>)]) -> Vec<Evidence> {
     let of = |m: Method| accuracies.iter().find(|(a, _)| *a == m).map(|(_, v)| v);
     let llqr = Method::LlqrSam(Geometry::Fisher, PerturbationNorm::Euclidean);
+    let mut out = Vec::new();
     if let Some(mine) = of(llqr) {
         for baseline in [Method::Sgd, Method::Sam] {
             let Some(theirs) = of(baseline) else { continue };
             for (k, p) in levels.iter().enumerate() {
-                table.evidence.push(Evidence {
+                out.push(Evidence {
                     claim: Claim::LlqrSam,
                     setting: format!("llqr-sam, MLP, label noise {p:.0} %"),
                     metric: "test accuracy (%)".into(),
@@ -520,43 +553,71 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             }
         }
     }
-    let mut tables = vec![table];
-    if !sweep.is_empty() {
-        let mut header = vec!["optimiser".to_string(), "inner lr".to_string()];
-        header.extend(levels.iter().map(|p| format!("noise {p:.0} %")));
-        header.push("U entries: median [min, max], moved > 1 %".into());
-        let header_refs: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
-        let mut t = Table::new(
-            &format!(
-                "llqr-sam: a sweep of the inner solve's learning rate around the authors' 1e-3 (not used to choose the headline arms); same setting, {n_seeds} seeds"
-            ),
-            &header_refs,
-        );
-        let method = Method::LlqrSam(Geometry::Fisher, PerturbationNorm::Euclidean);
-        for &inner_lr in &sweep {
-            let arm = Arm {
-                method,
-                hyper: Hyper {
-                    inner_lr,
-                    ..hyper.clone()
-                },
-                budget: budget.clone(),
-            };
-            let tag = format!("{}-inner{inner_lr}", method.tag());
-            let s = summarise(
-                &arm,
-                &tag,
-                &data,
-                &mut grid,
-                (cfg.quiet, &mut metrics),
-                &mut model,
-            )?;
-            let mut row = vec![method.name(), format!("{inner_lr}")];
-            row.extend(s.accuracy.iter().map(|a| accuracy_cell(a)));
-            row.push(preconditioner_cell(s.preconditioner));
-            t.row(row);
-        }
-        tables.push(t);
+    out
+}
+
+/// LLQR+SAM (NGD, ‖Ug‖₂) at each `--inner-sweep` inner learning rate, at every
+/// noise level over the grid's seeds: the sweep table.
+fn inner_sweep(
+    o: &Options,
+    data: &Data,
+    grid: &mut Grid,
+    (metrics, model): (&mut Metrics, &mut Vec<(String, AnyTensor)>),
+) -> Result<Table> {
+    let n_seeds = grid.seeds().len();
+    let mut t = noise_table(
+        &format!(
+            "llqr-sam: a sweep of the inner solve's learning rate around the authors' 1e-3 (not used to choose the headline arms); same setting, {n_seeds} seeds"
+        ),
+        (
+            &["optimiser", "inner lr"],
+            &["U entries: median [min, max], moved > 1 %"],
+        ),
+        &o.levels,
+    );
+    let method = Method::LlqrSam(Geometry::Fisher, PerturbationNorm::Euclidean);
+    for &inner_lr in &o.sweep {
+        let mut arm = o.arm(method);
+        arm.hyper.inner_lr = inner_lr;
+        let tag = format!("{}-inner{inner_lr}", method.tag());
+        let s = summarise(&arm, &tag, data, grid, (o.quiet, metrics), model)?;
+        let mut row = vec![method.name(), format!("{inner_lr}")];
+        row.extend(s.accuracy.iter().map(|a| accuracy_cell(a)));
+        row.push(preconditioner_cell(s.preconditioner));
+        t.row(row);
+    }
+    Ok(t)
+}
+
+/// Runs the experiment and returns its tables.
+pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
+    let o = Options::parse(cfg)?;
+    let images = images::load(
+        cfg,
+        ImageSet::Mnist,
+        if cfg.quick { QUICK_SIZES } else { (0, 0) },
+    )?;
+    let data = Data {
+        clean: images.train,
+        levels: o.levels.iter().map(|p| p / 100.0).collect(),
+        test: images.test,
+    };
+    let mut grid = Grid::new(cfg, cfg.seed_list(3, 5)?);
+    let (mut metrics, mut model) = (Metrics::default(), Vec::new());
+    let source = images.description.as_str();
+    let mut tables = vec![headline(
+        &o,
+        (&data, source),
+        &mut grid,
+        (&mut metrics, &mut model),
+    )?];
+    if !o.sweep.is_empty() {
+        tables.push(inner_sweep(
+            &o,
+            &data,
+            &mut grid,
+            (&mut metrics, &mut model),
+        )?);
     }
     cfg.run_dir("llqr-sam")?.finish(
         "llqr-sam",
