@@ -313,6 +313,28 @@ impl Task for Translation<'_> {
     }
 }
 
+/// The update rule of `opt` over the parameters in `store`: Adam (β = (0.9, 0.98))
+/// alone, or SAM or LLQR+SAM around it.
+fn training(opt: Optimiser, store: &ParamStore<f32>, s: &Settings) -> Result<Training<f32>> {
+    let adam = || -> Result<Box<dyn Optimizer<f32>>> {
+        Ok(Box::new(Adam::new(
+            store.trainable(),
+            AdamConfig::adam(s.lr).betas(0.9, 0.98),
+        )?))
+    };
+    Ok(match opt {
+        Optimiser::Adam => Training::plain(adam()?),
+        Optimiser::Sam => Training::around(Method::Sam, adam()?, &s.hyper)?,
+        // LLQR+SAM hands U·∇L(θ⁺) to the same Adam, on the same schedule, as the
+        // authors' Transformer runs do.
+        Optimiser::LlqrSam => Training::around(
+            Method::LlqrSam(Geometry::Fisher, PerturbationNorm::Euclidean),
+            adam()?,
+            &s.hyper,
+        )?,
+    })
+}
+
 /// Trains one arm and translates the held-out sentences.
 pub fn train_arm(
     opt: Optimiser,
@@ -330,23 +352,7 @@ pub fn train_arm(
         s.model,
         &mut Rng::new(seed),
     )?;
-    let adam = || -> Result<Box<dyn Optimizer<f32>>> {
-        Ok(Box::new(Adam::new(
-            store.trainable(),
-            AdamConfig::adam(s.lr).betas(0.9, 0.98),
-        )?))
-    };
-    let training = match opt {
-        Optimiser::Adam => Training::plain(adam()?),
-        Optimiser::Sam => Training::around(Method::Sam, adam()?, &s.hyper)?,
-        // LLQR+SAM hands U·∇L(θ⁺) to the same Adam, on the same schedule, as the
-        // authors' Transformer runs do.
-        Optimiser::LlqrSam => Training::around(
-            Method::LlqrSam(Geometry::Fisher, PerturbationNorm::Euclidean),
-            adam()?,
-            &s.hyper,
-        )?,
-    };
+    let training = training(opt, &store, s)?;
     let series = format!("{}/seed{seed}", opt.tag());
     let mut plan = Plan::new(
         Budget::Epochs(s.epochs),
@@ -414,31 +420,76 @@ pub fn decode_budget(source: usize, positions: usize) -> usize {
     (2 * source + 10).min(positions.saturating_sub(1)).max(1)
 }
 
-/// Runs the experiment and returns its tables.
-pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
-    cfg.check_known("seq2seq", OPTIONS)?;
-    let q = cfg.quick;
-    let corpus = corpus(
-        cfg.data.as_deref(),
-        cfg.opt("pairs", if q { 3000 } else { 20000 })?,
-        cfg.opt("test-pairs", if q { 200 } else { 1000 })?,
-    )?;
-    if corpus.test.is_empty() {
-        return Err(Error::value("seq2seq", "no held-out pairs"));
-    }
-    let vocab = Vocab::build(
-        corpus
-            .train
+/// The options of one run, with the corpus and the vocabulary they were read for
+/// (the model's vocabulary and positions depend on them).
+struct Options {
+    corpus: Corpus,
+    vocab: Vocab,
+    optimisers: Vec<Optimiser>,
+    settings: Settings,
+    /// The beam width of the second BLEU column.
+    beam: usize,
+}
+
+impl Options {
+    /// The options from the command line, checked, reading the corpus on the way.
+    fn parse(cfg: &RunConfig) -> Result<Options> {
+        cfg.check_known("seq2seq", OPTIONS)?;
+        let q = cfg.quick;
+        let corpus = corpus(
+            cfg.data.as_deref(),
+            cfg.opt("pairs", if q { 3000 } else { 20000 })?,
+            cfg.opt("test-pairs", if q { 200 } else { 1000 })?,
+        )?;
+        if corpus.test.is_empty() {
+            return Err(Error::value("seq2seq", "no held-out pairs"));
+        }
+        let vocab = Vocab::build(
+            corpus
+                .train
+                .iter()
+                .flat_map(|(a, b)| [a.as_str(), b.as_str()]),
+            1,
+            cfg.opt("max-vocab", 16000usize)?,
+        )?;
+        let optimisers: Vec<Optimiser> = cfg
+            .opt_list("optimisers", &["adam", "sam", "llqr-sam"].map(String::from))?
             .iter()
-            .flat_map(|(a, b)| [a.as_str(), b.as_str()]),
-        1,
-        cfg.opt("max-vocab", 16000usize)?,
-    )?;
-    let optimisers: Vec<Optimiser> = cfg
-        .opt_list("optimisers", &["adam", "sam", "llqr-sam"].map(String::from))?
-        .iter()
-        .map(|o| Optimiser::parse(o))
-        .collect::<Result<_>>()?;
+            .map(|o| Optimiser::parse(o))
+            .collect::<Result<_>>()?;
+        let settings = settings(cfg, &corpus, &vocab)?;
+        if settings.epochs == 0 || settings.batch == 0 || optimisers.is_empty() {
+            return Err(Error::value(
+                "seq2seq",
+                "--epochs, --batch and --optimisers must be non-empty",
+            ));
+        }
+        Ok(Options {
+            beam: cfg.opt("beam", 4)?,
+            corpus,
+            vocab,
+            optimisers,
+            settings,
+        })
+    }
+
+    /// The name of `opt` in the table.
+    fn name(&self, opt: Optimiser) -> String {
+        let s = &self.settings;
+        match opt {
+            Optimiser::Adam => format!("Adam (peak lr {})", s.lr),
+            Optimiser::Sam => format!("SAM around Adam, ρ = {}", s.hyper.rho),
+            Optimiser::LlqrSam => format!(
+                "LLQR+SAM around Adam (NGD, ‖Ug‖₂), ρ = {}, T_U = {}",
+                s.hyper.rho, s.hyper.refresh_every
+            ),
+        }
+    }
+}
+
+/// The model and training options, the model sized for `corpus` in `vocab`.
+fn settings(cfg: &RunConfig, corpus: &Corpus, vocab: &Vocab) -> Result<Settings> {
+    let q = cfg.quick;
     let dim: usize = cfg.opt("dim", if q { 64 } else { 256 })?;
     let layers = cfg.opt("layers", if q { 2 } else { 3 })?;
     let pre_norm = match cfg.opt("norm", "pre".to_string())?.as_str() {
@@ -458,7 +509,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         .map(|(a, b)| vocab.encode(a).len().max(vocab.encode(b).len()))
         .max()
         .unwrap_or(1);
-    let s = Settings {
+    Ok(Settings {
         model: TransformerConfig {
             vocab: vocab.len(),
             dim,
@@ -488,46 +539,64 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         warmup: cfg.opt("warmup", if q { 100 } else { 1000 })?,
         smoothing: cfg.opt("smoothing", 0.1)?,
         quiet: cfg.quiet,
-    };
-    if s.epochs == 0 || s.batch == 0 || optimisers.is_empty() {
-        return Err(Error::value(
-            "seq2seq",
-            "--epochs, --batch and --optimisers must be non-empty",
-        ));
+    })
+}
+
+/// The tables a run fills: the BLEU of every optimiser, and the first optimiser's
+/// first translations.
+struct Tables {
+    results: Table,
+    examples: Table,
+}
+
+impl Tables {
+    /// The empty tables of a run over `seeds` seeds.
+    fn new(o: &Options, seeds: usize) -> Tables {
+        let (s, m, c) = (&o.settings, &o.settings.model, &o.corpus);
+        let (dim, layers) = (m.dim, m.encoder_layers);
+        Tables {
+            results: Table::new(
+                &format!(
+                    "seq2seq: Transformer ({}-norm, d {dim}, {} heads, {layers}+{layers} layers, tied embeddings) on {} ({} train / {} test pairs, vocabulary {}), {} epochs, batch {}, inverse-sqrt warm-up {}; corpus BLEU (sacreBLEU default definition); {} seed(s)",
+                    if m.pre_norm { "pre" } else { "post" },
+                    m.heads,
+                    c.source,
+                    c.train.len(),
+                    c.test.len(),
+                    o.vocab.len(),
+                    s.epochs,
+                    s.batch,
+                    s.warmup,
+                    seeds
+                ),
+                &["optimiser", "BLEU greedy", &format!("BLEU beam {}", o.beam), "exact (%)", "last-epoch loss", "s / epoch"],
+            ),
+            examples: Table::new(
+                "seq2seq: first held-out translations of the first optimiser (greedy)",
+                &["source", "reference", "output"],
+            ),
+        }
     }
-    let beam: usize = cfg.opt("beam", 4)?;
-    let seeds = cfg.seed_list(1, 3)?;
-    let mut table = Table::new(
-        &format!(
-            "seq2seq: Transformer ({}-norm, d {dim}, {} heads, {layers}+{layers} layers, tied embeddings) on {} ({} train / {} test pairs, vocabulary {}), {} epochs, batch {}, inverse-sqrt warm-up {}; corpus BLEU (sacreBLEU default definition); {} seed(s)",
-            if pre_norm { "pre" } else { "post" },
-            s.model.heads,
-            corpus.source,
-            corpus.train.len(),
-            corpus.test.len(),
-            vocab.len(),
-            s.epochs,
-            s.batch,
-            s.warmup,
-            seeds.len()
-        ),
-        &["optimiser", "BLEU greedy", &format!("BLEU beam {beam}"), "exact (%)", "last-epoch loss", "s / epoch"],
-    );
-    let mut metrics = Metrics::default();
-    let mut examples = Table::new(
-        "seq2seq: first held-out translations of the first optimiser (greedy)",
-        &["source", "reference", "output"],
-    );
-    let first = seeds[0];
-    let mut grid = Grid::new(cfg, seeds);
+}
+
+/// Every optimiser over the grid's seeds: its row of the results (and, for the
+/// first one at the first seed, the example translations). Returns each
+/// optimiser with its name in the table.
+fn arms(
+    o: &Options,
+    grid: &mut Grid,
+    (t, metrics): (&mut Tables, &mut Metrics),
+) -> Result<Vec<(Optimiser, String)>> {
+    let first = grid.seeds()[0];
     let mut named = Vec::new();
-    for &opt in &optimisers {
+    for &opt in &o.optimisers {
         let arm = opt.tag();
-        grid.run(arm, "", &mut metrics, |seed, _, metrics| {
-            let r = train_arm(opt, &corpus, &vocab, &s, beam, seed, metrics)?;
-            if opt == optimisers[0] && seed == first {
+        grid.run(arm, "", metrics, |seed, _, metrics| {
+            let (corpus, vocab, s) = (&o.corpus, &o.vocab, &o.settings);
+            let r = train_arm(opt, corpus, vocab, s, o.beam, seed, metrics)?;
+            if opt == o.optimisers[0] && seed == first {
                 for (a, b, c) in &r.examples {
-                    examples.row(vec![a.clone(), b.clone(), c.clone()]);
+                    t.examples.row(vec![a.clone(), b.clone(), c.clone()]);
                 }
             }
             Ok(vec![
@@ -538,16 +607,9 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                 ("seconds_per_epoch".to_string(), r.seconds_per_epoch),
             ])
         })?;
-        let name = match opt {
-            Optimiser::Adam => format!("Adam (peak lr {})", s.lr),
-            Optimiser::Sam => format!("SAM around Adam, ρ = {}", s.hyper.rho),
-            Optimiser::LlqrSam => format!(
-                "LLQR+SAM around Adam (NGD, ‖Ug‖₂), ρ = {}, T_U = {}",
-                s.hyper.rho, s.hyper.refresh_every
-            ),
-        };
+        let name = o.name(opt);
         let times = grid.values(arm, "", "seconds_per_epoch")?;
-        table.row(vec![
+        t.results.row(vec![
             name.clone(),
             grid.mean_std(arm, "", "bleu_greedy", 2)?,
             grid.mean_std(arm, "", "bleu_beam", 2)?,
@@ -557,21 +619,38 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         ]);
         named.push((opt, name));
     }
-    // LLQR+SAM against Adam and SAM on beam BLEU.
-    if let Some((_, name)) = named.iter().find(|(o, _)| *o == Optimiser::LlqrSam) {
+    Ok(named)
+}
+
+/// LLQR+SAM against each other optimiser of `named` on beam BLEU, if it ran.
+fn evidence(o: &Options, grid: &Grid, named: &[(Optimiser, String)]) -> Result<Vec<Evidence>> {
+    let mut out = Vec::new();
+    if let Some((_, name)) = named.iter().find(|(x, _)| *x == Optimiser::LlqrSam) {
         let mine = grid.values(Optimiser::LlqrSam.tag(), "", "bleu_beam")?;
-        for (o, other) in named.iter().filter(|(o, _)| *o != Optimiser::LlqrSam) {
-            table.evidence.push(Evidence {
+        for (opt, other) in named.iter().filter(|(x, _)| *x != Optimiser::LlqrSam) {
+            out.push(Evidence {
                 claim: Claim::LlqrSam,
                 setting: "seq2seq, synthetic translation".into(),
-                metric: format!("BLEU beam {beam}"),
+                metric: format!("BLEU beam {}", o.beam),
                 better: Better::Higher,
                 method: (name.clone(), mine.clone()),
-                baseline: (other.clone(), grid.values(o.tag(), "", "bleu_beam")?),
+                baseline: (other.clone(), grid.values(opt.tag(), "", "bleu_beam")?),
                 paired: true,
             });
         }
     }
+    Ok(out)
+}
+
+/// Runs the experiment and returns its tables.
+pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
+    let o = Options::parse(cfg)?;
+    let seeds = cfg.seed_list(1, 3)?;
+    let mut t = Tables::new(&o, seeds.len());
+    let mut grid = Grid::new(cfg, seeds);
+    let mut metrics = Metrics::default();
+    let named = arms(&o, &mut grid, (&mut t, &mut metrics))?;
+    t.results.evidence.extend(evidence(&o, &grid, &named)?);
     cfg.run_dir("seq2seq")?.finish(
         "seq2seq",
         Plot::Curves {
@@ -581,6 +660,6 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             x_label: "epoch",
         },
         Vec::new(),
-        vec![table, examples],
+        vec![t.results, t.examples],
     )
 }
