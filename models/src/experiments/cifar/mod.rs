@@ -551,10 +551,54 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     )
 }
 
-/// Runs the experiment with `defaults` and returns its table.
-pub fn run_with(cfg: &RunConfig, defaults: &Defaults) -> Result<Vec<Table>> {
-    let name = defaults.experiment;
-    cfg.check_known(name, OPTIONS)?;
+/// The options of one run, with the images they were read for (the default
+/// augmentation depends on them).
+struct Options {
+    optimisers: Vec<Optimiser>,
+    images: Images,
+    settings: Settings,
+}
+
+impl Options {
+    /// The options from the command line, checked, loading the images on the way.
+    fn parse(cfg: &RunConfig, defaults: &Defaults) -> Result<Options> {
+        cfg.check_known(defaults.experiment, OPTIONS)?;
+        let q = cfg.quick;
+        let network = network(cfg, defaults)?;
+        let optimisers: Vec<Optimiser> = cfg
+            .opt_list(
+                "optimisers",
+                &defaults
+                    .optimisers
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>(),
+            )?
+            .iter()
+            .map(|n| Optimiser::parse(n))
+            .collect::<Result<_>>()?;
+        if optimisers.is_empty() {
+            return Err(Error::value("cifar", "--optimisers names none"));
+        }
+        let images = data::load(
+            cfg.data.as_deref(),
+            ImageSet::parse(&cfg.opt("dataset", "mnist".to_string())?)?,
+            (
+                cfg.opt("train-limit", if q { 1000 } else { 0 })?,
+                cfg.opt("test-limit", if q { 500 } else { 0 })?,
+            ),
+        )?;
+        let settings = settings(cfg, defaults, network, &images)?;
+        Ok(Options {
+            optimisers,
+            images,
+            settings,
+        })
+    }
+}
+
+/// Parses `--width`, `--patch`, `--depth` and `--model`.
+fn network(cfg: &RunConfig, defaults: &Defaults) -> Result<Network> {
     let q = cfg.quick;
     let width = cfg.opt("width", if q { 8 } else { 16 })?;
     let vit = network::VitOptions {
@@ -565,30 +609,18 @@ pub fn run_with(cfg: &RunConfig, defaults: &Defaults) -> Result<Vec<Table>> {
             cfg.opt("depth", 0usize).map(|d| (d > 0).then_some(d))?
         },
     };
-    let network = Network::parse(&cfg.opt("model", defaults.model.to_string())?, width, vit)?;
-    let optimisers: Vec<Optimiser> = cfg
-        .opt_list(
-            "optimisers",
-            &defaults
-                .optimisers
-                .iter()
-                .map(|s| s.to_string())
-                .collect::<Vec<_>>(),
-        )?
-        .iter()
-        .map(|n| Optimiser::parse(n))
-        .collect::<Result<_>>()?;
-    if optimisers.is_empty() {
-        return Err(Error::value("cifar", "--optimisers names none"));
-    }
-    let images = data::load(
-        cfg.data.as_deref(),
-        ImageSet::parse(&cfg.opt("dataset", "mnist".to_string())?)?,
-        (
-            cfg.opt("train-limit", if q { 1000 } else { 0 })?,
-            cfg.opt("test-limit", if q { 500 } else { 0 })?,
-        ),
-    )?;
+    Network::parse(&cfg.opt("model", defaults.model.to_string())?, width, vit)
+}
+
+/// The settings every arm trains `network` with, checked; the default augmentation
+/// is that of `images`.
+fn settings(
+    cfg: &RunConfig,
+    defaults: &Defaults,
+    network: Network,
+    images: &Images,
+) -> Result<Settings> {
+    let q = cfg.quick;
     let s = Settings {
         network,
         epochs: cfg.opt(
@@ -614,7 +646,7 @@ pub fn run_with(cfg: &RunConfig, defaults: &Defaults) -> Result<Vec<Table>> {
         adam_lr: cfg.opt("adam-lr", 1e-3)?,
         adamw_decay: cfg.opt("adamw-decay", 0.05)?,
         lambda: cfg.opt("lambda", 1.0)?,
-        augment: augmentation(cfg, &images)?,
+        augment: augmentation(cfg, images)?,
         quiet: cfg.quiet,
     };
     if s.epochs == 0 || s.batch == 0 {
@@ -623,8 +655,13 @@ pub fn run_with(cfg: &RunConfig, defaults: &Defaults) -> Result<Vec<Table>> {
             "--epochs and --batch must be positive",
         ));
     }
-    let seeds = cfg.seed_list(1, 3)?;
-    let mut table = Table::new(
+    Ok(s)
+}
+
+/// The empty results table of the experiment `name` over `seeds` seeds.
+fn results_table(name: &str, o: &Options, seeds: usize) -> Table {
+    let (s, images) = (&o.settings, &o.images);
+    Table::new(
         &format!(
             "{name}: {net} on {src} ({train} train / {test} test), {e} epochs, batch {b}, {aug}, weight decay {wd}; {n} seed(s); test accuracy after the last epoch",
             net = s.network.describe(),
@@ -635,7 +672,7 @@ pub fn run_with(cfg: &RunConfig, defaults: &Defaults) -> Result<Vec<Table>> {
             b = s.batch,
             aug = describe_augment(&s.augment),
             wd = s.hyper.weight_decay,
-            n = seeds.len(),
+            n = seeds,
         ),
         &[
             "optimiser",
@@ -645,16 +682,22 @@ pub fn run_with(cfg: &RunConfig, defaults: &Defaults) -> Result<Vec<Table>> {
             "× first row",
             "U entries (first seed): median [min, max], moved > 1 %",
         ],
-    );
-    let mut metrics = Metrics::default();
-    let mut model = Vec::new();
+    )
+}
+
+/// Every optimiser over the grid's seeds, one row of `table` each (its time also
+/// against the first row's); the first seed's parameters go into `model`.
+fn arms(
+    o: &Options,
+    grid: &mut Grid,
+    (table, metrics, model): (&mut Table, &mut Metrics, &mut NamedTensors),
+) -> Result<()> {
     let mut first_time = None;
-    let first = seeds[0];
-    let mut grid = Grid::new(cfg, seeds);
-    for &opt in &optimisers {
+    let first = grid.seeds()[0];
+    for &opt in &o.optimisers {
         let arm = opt.tag();
-        grid.run(arm, "", &mut metrics, |seed, _, metrics| {
-            let r = train_arm(opt, &images, &s, seed, metrics)?;
+        grid.run(arm, "", metrics, |seed, _, metrics| {
+            let r = train_arm(opt, &o.images, &o.settings, seed, metrics)?;
             if seed == first {
                 model.extend(
                     r.tensors
@@ -674,7 +717,7 @@ pub fn run_with(cfg: &RunConfig, defaults: &Defaults) -> Result<Vec<Table>> {
         let time = times.iter().sum::<f64>() / times.len() as f64;
         let base = *first_time.get_or_insert(time);
         table.row(vec![
-            opt.name(&s),
+            opt.name(&o.settings),
             grid.mean_std(arm, "", "accuracy", 2)? + " %",
             grid.mean_std(arm, "", "train_loss", 4)?,
             format!("{time:.1}"),
@@ -682,6 +725,18 @@ pub fn run_with(cfg: &RunConfig, defaults: &Defaults) -> Result<Vec<Table>> {
             Spread::from_numbers(grid.numbers(arm, "", first)?)?.map_or("—".into(), Spread::cell),
         ]);
     }
+    Ok(())
+}
+
+/// Runs the experiment with `defaults` and returns its table.
+pub fn run_with(cfg: &RunConfig, defaults: &Defaults) -> Result<Vec<Table>> {
+    let name = defaults.experiment;
+    let o = Options::parse(cfg, defaults)?;
+    let seeds = cfg.seed_list(1, 3)?;
+    let mut table = results_table(name, &o, seeds.len());
+    let mut grid = Grid::new(cfg, seeds);
+    let (mut metrics, mut model) = (Metrics::default(), Vec::new());
+    arms(&o, &mut grid, (&mut table, &mut metrics, &mut model))?;
     cfg.run_dir(name)?.finish(
         name,
         Plot::Curves {
