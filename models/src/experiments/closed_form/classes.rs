@@ -9,6 +9,7 @@ use crate::cli::RunConfig;
 use crate::data::mixture::{gaussian_mixture, Mixture};
 use crate::grid::Grid;
 use crate::report::{Metrics, Plot, Table};
+use nn::checkpoint::NamedTensors;
 use tensor::{Error, Result, Tensor};
 
 /// Options of this experiment.
@@ -31,107 +32,145 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("lr", "SGD learning rate, momentum 0.9 (0.01)"),
 ];
 
-/// Runs the experiment and returns its table.
-pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
-    cfg.check_known("closed-form-classes", OPTIONS)?;
-    let q = cfg.quick;
-    let counts: Vec<usize> =
-        cfg.opt_list("classes", if q { &[10, 100] } else { &[10, 100, 1000] })?;
-    let per_class: usize = cfg.opt("per-class", 20)?;
-    let dim: usize = cfg.opt("dim", 32)?;
-    let batch: usize = cfg.opt("batch", 64)?;
-    if counts.is_empty() || per_class < 2 || batch == 0 {
-        return Err(Error::value(
-            "closed-form-classes",
-            "needs class counts, at least 2 samples per class and a positive batch",
-        ));
+/// The methods compared, in table order.
+const METHODS: [Method; 4] = [
+    Method::CrossEntropy,
+    Method::Sgd,
+    Method::Adam,
+    Method::Proximal,
+];
+
+/// The options of one run.
+struct Options {
+    /// The numbers of classes, one column each.
+    counts: Vec<usize>,
+    /// Training samples per class (test: half as many).
+    per_class: usize,
+    dim: usize,
+    batch: usize,
+    /// The settings of every method.
+    settings: Settings,
+}
+
+impl Options {
+    /// The options from the command line, checked.
+    fn parse(cfg: &RunConfig) -> Result<Options> {
+        cfg.check_known("closed-form-classes", OPTIONS)?;
+        let q = cfg.quick;
+        let counts: Vec<usize> =
+            cfg.opt_list("classes", if q { &[10, 100] } else { &[10, 100, 1000] })?;
+        let per_class: usize = cfg.opt("per-class", 20)?;
+        let dim: usize = cfg.opt("dim", 32)?;
+        let batch: usize = cfg.opt("batch", 64)?;
+        if counts.is_empty() || per_class < 2 || batch == 0 {
+            return Err(Error::value(
+                "closed-form-classes",
+                "needs class counts, at least 2 samples per class and a positive batch",
+            ));
+        }
+        let settings = Settings {
+            steps: cfg.opt_positive("steps", if q { 400 } else { 3000 })?,
+            sgd_lr: cfg.opt("lr", 0.01)?,
+            adam_lr: 1e-3,
+            beta: 0.01,
+            lambda: cfg.opt("lambda", 1.0)?,
+            hidden: vec![128, 128],
+            quiet: cfg.quiet,
+        };
+        Ok(Options {
+            counts,
+            per_class,
+            dim,
+            batch,
+            settings,
+        })
     }
-    let s = Settings {
-        steps: cfg.opt_positive("steps", if q { 400 } else { 3000 })?,
-        sgd_lr: cfg.opt("lr", 0.01)?,
-        adam_lr: 1e-3,
-        beta: 0.01,
-        lambda: cfg.opt("lambda", 1.0)?,
-        hidden: vec![128, 128],
-        quiet: cfg.quiet,
-    };
-    if s.steps == 0 {
-        return Err(Error::value(
-            "closed-form-classes",
-            "--steps must be positive",
-        ));
-    }
-    let methods = [
-        Method::CrossEntropy,
-        Method::Sgd,
-        Method::Adam,
-        Method::Proximal,
-    ];
-    let seeds = cfg.seed_list(3, 3)?;
+}
+
+/// The table, titled with the setting, one column per number of classes.
+fn table(o: &Options, seeds: usize) -> Table {
     let mut headers = vec!["method".to_string()];
-    headers.extend(counts.iter().map(|k| format!("{k} classes")));
+    headers.extend(o.counts.iter().map(|k| format!("{k} classes")));
     let header_refs: Vec<&str> = headers.iter().map(String::as_str).collect();
-    let mut table = Table::new(
+    let (dim, per_class, batch) = (o.dim, o.per_class, o.batch);
+    Table::new(
         &format!(
-            "closed-form-classes: test accuracy (%, mean ± std over {} seeds) on a {dim}-D Gaussian mixture (means N(0, 0.5² I), unit noise), {per_class} training and {} test samples per class; MLP {dim}-128-128 features, {} steps at batch {batch}, proximal λ = {}",
-            seeds.len(),
+            "closed-form-classes: test accuracy (%, mean ± std over {seeds} seeds) on a {dim}-D Gaussian mixture (means N(0, 0.5² I), unit noise), {per_class} training and {} test samples per class; MLP {dim}-128-128 features, {} steps at batch {batch}, proximal λ = {}",
             per_class / 2,
-            s.steps,
-            s.lambda
+            o.settings.steps,
+            o.settings.lambda
         ),
         &header_refs,
-    );
-    let mut rows: Vec<Vec<String>> = methods.iter().map(|m| vec![m.label(&s)]).collect();
-    let mut metrics = Metrics::default();
-    let mut model = Vec::new();
-    let first_seed = seeds[0];
+    )
+}
+
+/// Every method on the mixture of `k` classes over the grid's seeds, each
+/// appending its cell to its row of `rows`; the first seed's models at the first
+/// number of classes go into `model`.
+fn mixture_cells(
+    o: &Options,
+    k: usize,
+    grid: &mut Grid,
+    (rows, metrics, model): (&mut [Vec<String>], &mut Metrics, &mut NamedTensors),
+) -> Result<()> {
+    let mixture = Mixture {
+        classes: k,
+        dim: o.dim,
+        spread: 0.5,
+        seed: 1000 + k as u64,
+    };
+    let train = gaussian_mixture(&mixture, o.per_class, 0)?;
+    let test = gaussian_mixture(&mixture, (o.per_class / 2).max(1), 1)?;
+    let (labels, _) = train.labels()?;
+    let (test_labels, _) = test.labels()?;
+    let one_hot = Tensor::<f64>::one_hot(labels, k)?;
+    let evaluate =
+        |pred: &Tensor<f64>| -> Result<f64> { Ok(nn::loss::accuracy(pred, test_labels)? * 100.0) };
+    let setting = format!("k{k}");
+    let first_seed = grid.seeds()[0];
+    for (row, &m) in rows.iter_mut().zip(&METHODS) {
+        grid.run(m.tag(), &setting, metrics, |seed, _, metrics| {
+            let mut own = Metrics::default();
+            let ((acc, _), tensors) = run_arm(
+                m,
+                &train,
+                &one_hot,
+                Some(labels),
+                &test.x,
+                &evaluate,
+                o.batch.min(train.len()),
+                seed,
+                &o.settings,
+                &mut own,
+            )?;
+            for mut r in own.rows {
+                r.series = format!("k{k}/{}", r.series);
+                metrics.rows.push(r);
+            }
+            if seed == first_seed && k == o.counts[0] {
+                model.extend(
+                    tensors
+                        .into_iter()
+                        .map(|(n, t)| (format!("{}.{n}", m.tag()), t)),
+                );
+            }
+            Ok(vec![("accuracy".to_string(), acc)])
+        })?;
+        row.push(grid.mean_std(m.tag(), &setting, "accuracy", 2)?);
+    }
+    Ok(())
+}
+
+/// Runs the experiment and returns its table.
+pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
+    let o = Options::parse(cfg)?;
+    let seeds = cfg.seed_list(3, 3)?;
+    let mut table = table(&o, seeds.len());
+    let mut rows: Vec<Vec<String>> = METHODS.iter().map(|m| vec![m.label(&o.settings)]).collect();
+    let (mut metrics, mut model) = (Metrics::default(), Vec::new());
     let mut grid = Grid::new(cfg, seeds);
-    for &k in &counts {
-        let mixture = Mixture {
-            classes: k,
-            dim,
-            spread: 0.5,
-            seed: 1000 + k as u64,
-        };
-        let train = gaussian_mixture(&mixture, per_class, 0)?;
-        let test = gaussian_mixture(&mixture, (per_class / 2).max(1), 1)?;
-        let (labels, _) = train.labels()?;
-        let (test_labels, _) = test.labels()?;
-        let one_hot = Tensor::<f64>::one_hot(labels, k)?;
-        let evaluate = |pred: &Tensor<f64>| -> Result<f64> {
-            Ok(nn::loss::accuracy(pred, test_labels)? * 100.0)
-        };
-        let setting = format!("k{k}");
-        for (row, &m) in rows.iter_mut().zip(&methods) {
-            grid.run(m.tag(), &setting, &mut metrics, |seed, _, metrics| {
-                let mut own = Metrics::default();
-                let ((acc, _), tensors) = run_arm(
-                    m,
-                    &train,
-                    &one_hot,
-                    Some(labels),
-                    &test.x,
-                    &evaluate,
-                    batch.min(train.len()),
-                    seed,
-                    &s,
-                    &mut own,
-                )?;
-                for mut r in own.rows {
-                    r.series = format!("k{k}/{}", r.series);
-                    metrics.rows.push(r);
-                }
-                if seed == first_seed && k == counts[0] {
-                    model.extend(
-                        tensors
-                            .into_iter()
-                            .map(|(n, t)| (format!("{}.{n}", m.tag()), t)),
-                    );
-                }
-                Ok(vec![("accuracy".to_string(), acc)])
-            })?;
-            row.push(grid.mean_std(m.tag(), &setting, "accuracy", 2)?);
-        }
+    for &k in &o.counts {
+        mixture_cells(&o, k, &mut grid, (&mut rows, &mut metrics, &mut model))?;
     }
     for row in rows {
         table.row(row);

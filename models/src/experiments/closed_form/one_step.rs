@@ -145,38 +145,60 @@ fn measure(phi: &Tensor<f64>, y: &Tensor<f64>, beta: f64, max_steps: usize) -> R
     })
 }
 
-/// Runs the experiment and returns its table.
-pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
-    cfg.check_known("closed-form-one-step", OPTIONS)?;
-    let widths: Vec<usize> = cfg.opt_list(
-        "widths",
-        if cfg.quick {
-            &[16, 64, 256]
-        } else {
-            &[16, 64, 256, 1024]
-        },
-    )?;
-    let gains: Vec<f64> = cfg.opt_list("gains", &[0.5, 2.0, 8.0])?;
-    let beta: f64 = cfg.opt("beta", 1e-4)?;
-    let max_steps: usize = cfg.opt("max-steps", 10_000)?;
-    let molecules: usize = cfg.opt("molecules", 1500)?;
-    if widths.contains(&0)
-        || gains.iter().any(|g| !(g.is_finite() && *g > 0.0))
-        || !(beta > 0.0 && beta.is_finite())
-    {
-        return Err(Error::value(
-            "closed-form-one-step",
-            format!("needs positive widths, finite positive gains and a finite β > 0, got {widths:?}, {gains:?}, {beta}"),
-        ));
+/// The options of one run.
+struct Options {
+    /// Feature widths d of the random backbone.
+    widths: Vec<usize>,
+    /// Factors on the backbone's initial weights.
+    gains: Vec<f64>,
+    /// Ridge β against the mean loss.
+    beta: f64,
+    /// Cap on the gradient steps counted to reach 1 % of the excess.
+    max_steps: usize,
+    /// Molecules generated (the training part is used).
+    molecules: usize,
+}
+
+impl Options {
+    /// The options from the command line, checked.
+    fn parse(cfg: &RunConfig) -> Result<Options> {
+        cfg.check_known("closed-form-one-step", OPTIONS)?;
+        let widths: Vec<usize> = cfg.opt_list(
+            "widths",
+            if cfg.quick {
+                &[16, 64, 256]
+            } else {
+                &[16, 64, 256, 1024]
+            },
+        )?;
+        let gains: Vec<f64> = cfg.opt_list("gains", &[0.5, 2.0, 8.0])?;
+        let beta: f64 = cfg.opt("beta", 1e-4)?;
+        let max_steps: usize = cfg.opt("max-steps", 10_000)?;
+        let molecules: usize = cfg.opt("molecules", 1500)?;
+        if widths.contains(&0)
+            || gains.iter().any(|g| !(g.is_finite() && *g > 0.0))
+            || !(beta > 0.0 && beta.is_finite())
+        {
+            return Err(Error::value(
+                "closed-form-one-step",
+                format!("needs positive widths, finite positive gains and a finite β > 0, got {widths:?}, {gains:?}, {beta}"),
+            ));
+        }
+        Ok(Options {
+            widths,
+            gains,
+            beta,
+            max_steps,
+            molecules,
+        })
     }
-    let (train, _, _) = molecule_data(molecules)?;
-    let y = train.values()?.clone();
-    let seeds = cfg.seed_list(3, 3)?;
-    let mut table = Table::new(
+}
+
+/// The table, titled with the setting (`molecules` training rows).
+fn table(beta: f64, molecules: usize, seeds: usize) -> Table {
+    Table::new(
         &format!(
-            "closed-form-one-step: one closed-form step vs one gradient step at the best step size, from W₀ = 0, frozen random backbone, {} molecules, β = {beta}, {} seeds (mean ± std; losses are the mean squared error of standardised energies + β‖W‖²)",
-            train.len(),
-            seeds.len()
+            "closed-form-one-step: one closed-form step vs one gradient step at the best step size, from W₀ = 0, frozen random backbone, {molecules} molecules, β = {beta}, {seeds} seeds (mean ± std; losses are the mean squared error of standardised energies + β‖W‖²)",
         ),
         &[
             "width d",
@@ -189,74 +211,112 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             "bound ((κ−1)/(κ+1))²",
             "gradient steps to 1 % excess",
         ],
-    );
-    let mut measured_series = Vec::new();
-    let mut bound_series = Vec::new();
-    for &width in &widths {
-        for &gain in &gains {
+    )
+}
+
+/// The table row of one (width, gain) from its seeds' measurements.
+fn row((width, gain): (usize, f64), rows: &[Measured], max_steps: usize) -> Vec<String> {
+    let col = |f: &dyn Fn(&Measured) -> f64| -> Vec<f64> { rows.iter().map(f).collect() };
+    let log_kappa = col(&|m| m.kappa.log10());
+    let reached: Vec<f64> = rows
+        .iter()
+        .filter_map(|m| m.steps_to_1pc.map(|s| s as f64))
+        .collect();
+    let steps = if reached.len() == rows.len() {
+        mean_std(&reached, 0)
+    } else {
+        format!(
+            "> {max_steps} for {} of {}",
+            rows.len() - reached.len(),
+            rows.len()
+        )
+    };
+    vec![
+        width.to_string(),
+        gain.to_string(),
+        mean_std(&log_kappa, 2),
+        mean_std(&col(&|m| m.initial), 4),
+        mean_std(&col(&|m| m.after_gradient), 4),
+        mean_std(&col(&|m| m.after_closed_form), 4),
+        mean_std(&col(&|m| m.excess_left), 4),
+        mean_std(&col(&|m| m.bound), 4),
+        steps,
+    ]
+}
+
+/// The plot's points, (log₁₀ κ, excess left) measured and bounded, one per run.
+#[derive(Default)]
+struct Points {
+    measured: Vec<(f64, f64)>,
+    bound: Vec<(f64, f64)>,
+}
+
+impl Points {
+    /// The excess left after one step against log₁₀ κ, measured and the bound.
+    fn panel(self) -> svg::Panel {
+        let by_x = |mut v: Vec<(f64, f64)>| {
+            v.sort_by(|a, b| a.0.total_cmp(&b.0));
+            v
+        };
+        svg::Panel {
+            title: "excess loss left after one step (closed form: 0)".into(),
+            x_label: "log₁₀ κ(ΦᵀΦ/n + βI)".into(),
+            log_y: true,
+            series: vec![
+                svg::Series {
+                    label: "one gradient step, best step size".into(),
+                    points: by_x(self.measured),
+                    band: Vec::new(),
+                },
+                svg::Series {
+                    label: "Kantorovich bound ((κ−1)/(κ+1))²".into(),
+                    points: by_x(self.bound),
+                    band: Vec::new(),
+                },
+            ],
+        }
+    }
+}
+
+/// Every (width, gain) at every seed on the molecules' features `x` and targets
+/// `y`: a table row each, and the plot's points.
+fn measure_all(
+    o: &Options,
+    (x, y): (&Tensor<f64>, &Tensor<f64>),
+    seeds: &[u64],
+    table: &mut Table,
+) -> Result<Points> {
+    let mut points = Points::default();
+    for &width in &o.widths {
+        for &gain in &o.gains {
             let mut rows = Vec::new();
-            for &seed in &seeds {
-                let phi = features(&train.x, width, gain, seed)?;
-                rows.push(measure(&phi, &y, beta, max_steps)?);
+            for &seed in seeds {
+                let phi = features(x, width, gain, seed)?;
+                rows.push(measure(&phi, y, o.beta, o.max_steps)?);
             }
-            let col = |f: &dyn Fn(&Measured) -> f64| -> Vec<f64> { rows.iter().map(f).collect() };
-            let log_kappa = col(&|m| m.kappa.log10());
-            let reached: Vec<f64> = rows
-                .iter()
-                .filter_map(|m| m.steps_to_1pc.map(|s| s as f64))
-                .collect();
-            let steps = if reached.len() == rows.len() {
-                mean_std(&reached, 0)
-            } else {
-                format!(
-                    "> {max_steps} for {} of {}",
-                    rows.len() - reached.len(),
-                    rows.len()
-                )
-            };
-            table.row(vec![
-                width.to_string(),
-                gain.to_string(),
-                mean_std(&log_kappa, 2),
-                mean_std(&col(&|m| m.initial), 4),
-                mean_std(&col(&|m| m.after_gradient), 4),
-                mean_std(&col(&|m| m.after_closed_form), 4),
-                mean_std(&col(&|m| m.excess_left), 4),
-                mean_std(&col(&|m| m.bound), 4),
-                steps,
-            ]);
+            table.row(row((width, gain), &rows, o.max_steps));
             for m in &rows {
-                measured_series.push((m.kappa.log10(), m.excess_left));
-                bound_series.push((m.kappa.log10(), m.bound));
+                points.measured.push((m.kappa.log10(), m.excess_left));
+                points.bound.push((m.kappa.log10(), m.bound));
             }
         }
     }
-    let by_x = |mut v: Vec<(f64, f64)>| {
-        v.sort_by(|a, b| a.0.total_cmp(&b.0));
-        v
-    };
-    let panel = svg::Panel {
-        title: "excess loss left after one step (closed form: 0)".into(),
-        x_label: "log₁₀ κ(ΦᵀΦ/n + βI)".into(),
-        log_y: true,
-        series: vec![
-            svg::Series {
-                label: "one gradient step, best step size".into(),
-                points: by_x(measured_series),
-                band: Vec::new(),
-            },
-            svg::Series {
-                label: "Kantorovich bound ((κ−1)/(κ+1))²".into(),
-                points: by_x(bound_series),
-                band: Vec::new(),
-            },
-        ],
-    };
+    Ok(points)
+}
+
+/// Runs the experiment and returns its table.
+pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
+    let o = Options::parse(cfg)?;
+    let (train, _, _) = molecule_data(o.molecules)?;
+    let y = train.values()?.clone();
+    let seeds = cfg.seed_list(3, 3)?;
+    let mut table = table(o.beta, train.len(), seeds.len());
+    let points = measure_all(&o, (&train.x, &y), &seeds, &mut table)?;
     cfg.run_dir("closed-form-one-step")?.finish(
         "closed-form-one-step",
         Plot::Panels {
             title: "closed-form-one-step: one gradient step vs the condition number",
-            panels: &[panel],
+            panels: &[points.panel()],
         },
         Vec::new(),
         vec![table],

@@ -11,6 +11,7 @@ use crate::data::{molecules, Dataset, Standardizer, Targets};
 use crate::experiments::diabetes;
 use crate::grid::Grid;
 use crate::report::{Metrics, Plot, Table};
+use nn::checkpoint::NamedTensors;
 use tensor::{Error, Result, Rng, Tensor};
 
 /// Options of this experiment.
@@ -45,39 +46,81 @@ pub(super) fn molecule_data(n: usize) -> Result<(Dataset, Dataset, Standardizer)
     Ok((norm(&train)?, norm(&test)?, ys))
 }
 
-/// Runs the experiment and returns its tables.
-pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
-    cfg.check_known("closed-form-regression", OPTIONS)?;
-    let s = Settings {
-        steps: cfg.opt_positive("steps", if cfg.quick { 300 } else { 3000 })?,
-        sgd_lr: cfg.opt("lr", 0.01)?,
-        adam_lr: 1e-3,
-        // λ and β are set per run from the validation choice.
-        beta: 0.0,
-        lambda: 0.0,
-        hidden: vec![128, 128],
-        quiet: cfg.quiet,
-    };
-    let batches: Vec<usize> = cfg.opt_list("batches", &[8, 32, 128, 0])?;
-    let which: String = cfg.opt("datasets", "both".to_string())?;
-    if !["both", "molecules", "diabetes"].contains(&which.as_str()) {
-        return Err(Error::value(
-            "closed-form-regression",
-            format!("--datasets must be molecules, diabetes or both, got '{which}'"),
-        ));
+/// The options of one run.
+struct Options {
+    /// The settings every method starts from (λ and β are chosen per run).
+    settings: Settings,
+    /// Batch sizes, 0 = full batch.
+    batches: Vec<usize>,
+    /// Molecules generated, when the molecular data set is run.
+    molecules: Option<usize>,
+    /// Run the diabetes set.
+    diabetes: bool,
+    /// The validation grids: (λ, β, learning-rate factors).
+    grids: (Vec<f64>, Vec<f64>, Vec<f64>),
+    /// Steps each validation grid may grow past an edge, per side.
+    extensions: usize,
+}
+
+impl Options {
+    /// The options from the command line, checked.
+    fn parse(cfg: &RunConfig) -> Result<Options> {
+        cfg.check_known("closed-form-regression", OPTIONS)?;
+        let settings = Settings {
+            steps: cfg.opt_positive("steps", if cfg.quick { 300 } else { 3000 })?,
+            sgd_lr: cfg.opt("lr", 0.01)?,
+            adam_lr: 1e-3,
+            // λ and β are set per run from the validation choice.
+            beta: 0.0,
+            lambda: 0.0,
+            hidden: vec![128, 128],
+            quiet: cfg.quiet,
+        };
+        let batches: Vec<usize> = cfg.opt_list("batches", &[8, 32, 128, 0])?;
+        let which: String = cfg.opt("datasets", "both".to_string())?;
+        if !["both", "molecules", "diabetes"].contains(&which.as_str()) {
+            return Err(Error::value(
+                "closed-form-regression",
+                format!("--datasets must be molecules, diabetes or both, got '{which}'"),
+            ));
+        }
+        let grids = selection_grids(cfg)?;
+        let molecules = if which != "diabetes" {
+            Some(cfg.opt("molecules", if cfg.quick { 1500usize } else { 10000 })?)
+        } else {
+            None
+        };
+        Ok(Options {
+            settings,
+            batches,
+            molecules,
+            diabetes: which != "molecules",
+            grids,
+            extensions: crate::train::choice::extensions(cfg.quick),
+        })
     }
-    let (lambdas, betas, lr_factors) = selection_grids(cfg)?;
-    let mut grid = Grid::new(cfg, cfg.seed_list(3, 5)?);
-    let methods = [Method::Sgd, Method::Adam, Method::Ridge, Method::Proximal];
-    let mut metrics = Metrics::default();
-    let mut model = Vec::new();
-    let mut tables = Vec::new();
+}
+
+/// One data set of the comparison, standardised on its training split.
+struct Data {
+    /// Its grid setting prefix and model-tensor prefix.
+    key: &'static str,
+    /// Its description in the table titles.
+    name: String,
+    train: Dataset,
+    test: Dataset,
+    /// The targets' standardiser (errors are in the original units).
+    ys: Standardizer,
+}
+
+/// The data sets `o` selects: the molecules, then the diabetes set.
+fn datasets(o: &Options) -> Result<Vec<Data>> {
     let mut data = Vec::new();
-    if which != "diabetes" {
-        let n = cfg.opt("molecules", if cfg.quick { 1500usize } else { 10000 })?;
+    if let Some(n) = o.molecules {
         let (train, test, ys) = molecule_data(n)?;
-        data.push((
-            format!(
+        data.push(Data {
+            key: "molecules",
+            name: format!(
                 "molecular energy ({} train / {} test molecules, {} invariant features)",
                 train.len(),
                 test.len(),
@@ -86,12 +129,13 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             train,
             test,
             ys,
-        ));
+        });
     }
-    if which != "molecules" {
+    if o.diabetes {
         let (train, test, ys) = diabetes::split()?;
-        data.push((
-            format!(
+        data.push(Data {
+            key: "diabetes",
+            name: format!(
                 "diabetes ({} train / {} test patients)",
                 train.len(),
                 test.len()
@@ -99,75 +143,94 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             train,
             test,
             ys,
-        ));
+        });
     }
-    for (name, train, test, ys) in &data {
-        let mut arms = Vec::new();
-        // The diabetes set is small and noisy: the backbone of its own experiment.
-        let s = if name.starts_with("diabetes") {
-            Settings {
-                hidden: vec![32, 32],
-                ..s.clone()
-            }
-        } else {
-            s.clone()
-        };
-        let batches: Vec<usize> = batches
-            .iter()
-            .map(|&b| if b == 0 { train.len() } else { b })
-            .collect();
-        let truth = ys.inverse(test.values()?)?;
-        let evaluate = |pred: &Tensor<f64>| -> Result<f64> {
-            ys.inverse(pred)?.sub(&truth)?.square().mean_all()?.item()
-        };
-        let (fitting, validation) = validation_split(train, 0.2, 0x7a1)?;
-        let val_truth = ys.inverse(validation.values()?)?;
-        let evaluate_val = |pred: &Tensor<f64>| -> Result<f64> {
-            ys.inverse(pred)?
-                .sub(&val_truth)?
-                .square()
-                .mean_all()?
-                .item()
-        };
-        let selection = Selection {
-            extensions: crate::train::choice::extensions(cfg.quick),
-            task: Task {
-                train: &fitting,
-                targets: fitting.values()?,
-                labels: None,
-                x: &validation.x,
-                evaluate: &evaluate_val,
-            },
-            lower_is_better: true,
-            lambdas: &lambdas,
-            betas: &betas,
-            lr_factors: &lr_factors,
-        };
-        let key = if name.starts_with("diabetes") {
-            "diabetes"
-        } else {
-            "molecules"
-        };
-        let found = Comparison {
-            title: format!("closed-form-regression: {name}"),
-            name: key,
-            methods: &methods,
-            task: Task {
-                train,
-                targets: train.values()?,
-                labels: None,
-                x: &test.x,
-                evaluate: &evaluate,
-            },
-            selection: Some(selection),
-            batches: &batches,
-            settings: &s,
-            metric: "MSE (original units)",
-            digits: if key == "diabetes" { 0 } else { 3 },
+    Ok(data)
+}
+
+/// The MSE in the original units of standardised predictions against the
+/// standardised `values`.
+fn mse_against<'a>(
+    ys: &'a Standardizer,
+    values: &Tensor<f64>,
+) -> Result<impl Fn(&Tensor<f64>) -> Result<f64> + 'a> {
+    let truth = ys.inverse(values)?;
+    Ok(move |pred: &Tensor<f64>| -> Result<f64> {
+        ys.inverse(pred)?.sub(&truth)?.square().mean_all()?.item()
+    })
+}
+
+/// The comparison on one data set over the grid's seeds: its selection and
+/// result tables; the first seed's models go into `model` under the set's key.
+fn compare(
+    o: &Options,
+    d: &Data,
+    grid: &mut Grid,
+    (metrics, model): (&mut Metrics, &mut NamedTensors),
+) -> Result<Vec<Table>> {
+    let mut arms = Vec::new();
+    // The diabetes set is small and noisy: the backbone of its own experiment.
+    let s = if d.key == "diabetes" {
+        Settings {
+            hidden: vec![32, 32],
+            ..o.settings.clone()
         }
-        .run(&mut grid, &mut metrics, &mut arms)?;
-        model.extend(arms.into_iter().map(|(k, v)| (format!("{key}.{k}"), v)));
-        tables.extend(found);
+    } else {
+        o.settings.clone()
+    };
+    let batches: Vec<usize> = o
+        .batches
+        .iter()
+        .map(|&b| if b == 0 { d.train.len() } else { b })
+        .collect();
+    let evaluate = mse_against(&d.ys, d.test.values()?)?;
+    let (fitting, validation) = validation_split(&d.train, 0.2, 0x7a1)?;
+    let evaluate_val = mse_against(&d.ys, validation.values()?)?;
+    let (lambdas, betas, lr_factors) = &o.grids;
+    let selection = Selection {
+        extensions: o.extensions,
+        task: Task {
+            train: &fitting,
+            targets: fitting.values()?,
+            labels: None,
+            x: &validation.x,
+            evaluate: &evaluate_val,
+        },
+        lower_is_better: true,
+        lambdas,
+        betas,
+        lr_factors,
+    };
+    let found = Comparison {
+        title: format!("closed-form-regression: {}", d.name),
+        name: d.key,
+        methods: &[Method::Sgd, Method::Adam, Method::Ridge, Method::Proximal],
+        task: Task {
+            train: &d.train,
+            targets: d.train.values()?,
+            labels: None,
+            x: &d.test.x,
+            evaluate: &evaluate,
+        },
+        selection: Some(selection),
+        batches: &batches,
+        settings: &s,
+        metric: "MSE (original units)",
+        digits: if d.key == "diabetes" { 0 } else { 3 },
+    }
+    .run(grid, metrics, &mut arms)?;
+    let key = d.key;
+    model.extend(arms.into_iter().map(|(k, v)| (format!("{key}.{k}"), v)));
+    Ok(found)
+}
+
+/// Runs the experiment and returns its tables.
+pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
+    let o = Options::parse(cfg)?;
+    let mut grid = Grid::new(cfg, cfg.seed_list(3, 5)?);
+    let (mut metrics, mut model, mut tables) = (Metrics::default(), Vec::new(), Vec::new());
+    for d in &datasets(&o)? {
+        tables.extend(compare(&o, d, &mut grid, (&mut metrics, &mut model))?);
     }
     cfg.run_dir("closed-form-regression")?.finish(
         "closed-form-regression",
