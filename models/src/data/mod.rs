@@ -7,6 +7,7 @@ pub mod cifar;
 pub mod csv;
 pub mod dataset;
 pub mod demand;
+pub mod digit_pairs;
 pub mod gaussian;
 pub mod idx;
 pub mod mixture;
