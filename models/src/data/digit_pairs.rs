@@ -24,7 +24,11 @@ pub struct DigitPairs {
 /// seeded by `seed`: label k mod 100 for the k-th draw, each half an image of its
 /// digit chosen uniformly, then the pairs shuffled.
 pub fn digit_pairs(digits: &Dataset, count: usize, seed: u64) -> Result<DigitPairs> {
-    let Targets::Classes { labels, classes: 10 } = &digits.y else {
+    let Targets::Classes {
+        labels,
+        classes: 10,
+    } = &digits.y
+    else {
         return Err(Error::value(
             "digit_pairs",
             "the source must be a 10-class image set",
@@ -128,12 +132,7 @@ mod tests {
     fn no_test_digit_appears_in_a_training_pair() {
         let (train, test) = builtin::mnist().unwrap();
         let pairs = digit_pairs(&train, 2000, 1).unwrap();
-        let test_images: HashSet<Vec<u64>> = test
-            .x
-            .to_vec()
-            .chunks(784)
-            .map(image_bits)
-            .collect();
+        let test_images: HashSet<Vec<u64>> = test.x.to_vec().chunks(784).map(image_bits).collect();
         let x = pairs.data.x.to_vec();
         for pair in x.chunks(1568) {
             for half in [0, 28] {
