@@ -177,6 +177,11 @@ impl RunConfig {
         Ok(())
     }
 
+    /// Whether the experiment option `key` was given.
+    pub fn has(&self, key: &str) -> bool {
+        self.extra.contains_key(key)
+    }
+
     /// An experiment option parsed as `T`, or `default` when absent.
     pub fn opt<T: std::str::FromStr>(&self, key: &str, default: T) -> Result<T> {
         match self.extra.get(key) {

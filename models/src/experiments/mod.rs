@@ -75,7 +75,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: closed_form::regression::OPTIONS,
             reads_data: false,
-            shards: false,
+            shards: true,
             run: closed_form::regression::run,
         },
         Experiment {
@@ -84,8 +84,17 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: closed_form::classification::OPTIONS,
             reads_data: true,
-            shards: false,
+            shards: true,
             run: closed_form::classification::run,
+        },
+        Experiment {
+            name: "closed-form-pairs",
+            about: "100 classes (MNIST pairs, label 10a + b): the closed-form heads over SGD and Adam backbones vs cross-entropy and the squared loss, epoch-matched across batch sizes",
+            in_demo: false,
+            options: closed_form::pairs::OPTIONS,
+            reads_data: false,
+            shards: true,
+            run: closed_form::pairs::run,
         },
         Experiment {
             name: "closed-form-classes",
@@ -111,7 +120,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: false,
             options: closed_form::dfiv::OPTIONS,
             reads_data: false,
-            shards: false,
+            shards: true,
             run: closed_form::dfiv::run,
         },
         Experiment {
@@ -129,7 +138,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: fno_burgers::OPTIONS,
             reads_data: true,
-            shards: false,
+            shards: true,
             run: fno_burgers::run,
         },
         Experiment {
@@ -138,7 +147,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: lift::ebm1d::OPTIONS,
             reads_data: false,
-            shards: false,
+            shards: true,
             run: lift::ebm1d::run,
         },
         Experiment {
@@ -183,7 +192,7 @@ pub fn registry() -> Vec<Experiment> {
             in_demo: true,
             options: seq2seq::OPTIONS,
             reads_data: true,
-            shards: false,
+            shards: true,
             run: seq2seq::run,
         },
         Experiment {

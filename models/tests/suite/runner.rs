@@ -235,6 +235,8 @@ fn zero_sizes_and_budgets_are_named_errors() {
         ("diabetes", "epochs"),
         ("closed-form-regression", "steps"),
         ("closed-form-classification", "steps"),
+        ("closed-form-regression", "epochs"),
+        ("closed-form-pairs", "epochs"),
         ("closed-form-classes", "steps"),
         ("lift-ebm-1d", "grid"),
         ("lift-ebm-1d", "iterations"),

@@ -166,6 +166,32 @@ fn llqr_sam_shards_merge_to_the_whole_run() {
     );
 }
 
+/// The closed-form comparison: the validation choice runs in every shard (the
+/// cells depend on it), the method × batch × seed cells are split.
+#[test]
+fn closed_form_regression_shards_merge_to_the_whole_run() {
+    shards_merge_to_the_whole_run(
+        "closed-form-regression",
+        &[
+            "--quick",
+            "--datasets",
+            "diabetes",
+            "--epochs",
+            "1",
+            "--batches",
+            "64,128",
+            "--lambdas",
+            "1",
+            "--betas",
+            "0.01",
+            "--lr-factors",
+            "1",
+            "--seeds",
+            "2",
+        ],
+    );
+}
+
 /// The closed-form head's cells (method × classes × seed) on a Gaussian mixture.
 #[test]
 fn closed_form_classes_shards_merge_to_the_whole_run() {

@@ -4,11 +4,13 @@
 //! and only the label space grows): where the squared loss falls behind is the
 //! paper's stated ImageNet limitation.
 
-use super::{run_arm, Method, Settings};
+use super::{run_arm, Backbone, Method, Settings, Task};
 use crate::cli::RunConfig;
 use crate::data::mixture::{gaussian_mixture, Mixture};
 use crate::grid::Grid;
+use crate::report::evidence::Better;
 use crate::report::{Metrics, Plot, Table};
+use crate::train::Budget;
 use nn::checkpoint::NamedTensors;
 use tensor::{Error, Result, Tensor};
 
@@ -34,10 +36,10 @@ pub const OPTIONS: &[(&str, &str)] = &[
 
 /// The methods compared, in table order.
 const METHODS: [Method; 4] = [
-    Method::CrossEntropy,
-    Method::Sgd,
-    Method::Adam,
-    Method::Proximal,
+    Method::CrossEntropy(Backbone::Sgd),
+    Method::Squared(Backbone::Sgd),
+    Method::Squared(Backbone::Adam),
+    Method::Proximal(Backbone::Sgd),
 ];
 
 /// The options of one run.
@@ -69,7 +71,8 @@ impl Options {
             ));
         }
         let settings = Settings {
-            steps: cfg.opt_positive("steps", if q { 400 } else { 3000 })?,
+            // One batch size: a step budget is an epoch budget here.
+            budget: Budget::Steps(cfg.opt_positive("steps", if q { 400 } else { 3000 })?),
             sgd_lr: cfg.opt("lr", 0.01)?,
             adam_lr: 1e-3,
             beta: 0.01,
@@ -95,9 +98,11 @@ fn table(o: &Options, seeds: usize) -> Table {
     let (dim, per_class, batch) = (o.dim, o.per_class, o.batch);
     Table::new(
         &format!(
-            "closed-form-classes: test accuracy (%, mean ± std over {seeds} seeds) on a {dim}-D Gaussian mixture (means N(0, 0.5² I), unit noise), {per_class} training and {} test samples per class; MLP {dim}-128-128 features, {} steps at batch {batch}, proximal λ = {}",
+            "closed-form-classes: test accuracy (%, mean ± std over {seeds} seeds) on a {dim}-D Gaussian mixture (means N(0, 0.5² I), unit noise), {per_class} training and {} test samples per class; MLP {dim}-128-128 features, {} at batch {batch}, proximal λ = {}",
             per_class / 2,
-            o.settings.steps,
+            match o.settings.budget {
+                Budget::Steps(n) | Budget::Epochs(n) => format!("{n} steps"),
+            },
             o.settings.lambda
         ),
         &header_refs,
@@ -131,18 +136,17 @@ fn mixture_cells(
     for (row, &m) in rows.iter_mut().zip(&METHODS) {
         grid.run(m.tag(), &setting, metrics, |seed, _, metrics| {
             let mut own = Metrics::default();
-            let ((acc, _), tensors) = run_arm(
-                m,
-                &train,
-                &one_hot,
-                Some(labels),
-                &test.x,
-                &evaluate,
-                o.batch.min(train.len()),
-                seed,
-                &o.settings,
-                &mut own,
-            )?;
+            let task = Task {
+                train: &train,
+                targets: &one_hot,
+                labels: Some(labels),
+                x: &test.x,
+                evaluate: &evaluate,
+                better: Better::Higher,
+            };
+            let batch = o.batch.min(train.len());
+            let r = run_arm(m, &task, (batch, seed), &o.settings, &mut own)?;
+            let (acc, tensors) = (r.last, r.tensors);
             for mut r in own.rows {
                 r.series = format!("k{k}/{}", r.series);
                 metrics.rows.push(r);

@@ -3,19 +3,23 @@
 //! closed-form last layer, against cross-entropy and squared-loss SGD.
 
 use super::comparison::{
-    selection_grids, validation_split, Comparison, Selection, Task, SELECTION_OPTIONS,
+    selection_grids, settings, validation_split, Comparison, Selection, BUDGET_OPTIONS,
+    SELECTION_OPTIONS,
 };
-use super::{Method, Settings};
+use super::{Backbone, Method, Settings, Task};
 use crate::cli::RunConfig;
 use crate::experiments::images::{self, ImageSet, Split};
 use crate::grid::Grid;
+use crate::report::evidence::Better;
 use crate::report::{Metrics, Plot, Table};
 use nn::checkpoint::NamedTensors;
 use tensor::{Result, Tensor};
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
-    ("steps", "optimisation steps per run (quick 300, full 3000)"),
+    BUDGET_OPTIONS[0],
+    BUDGET_OPTIONS[1],
+    BUDGET_OPTIONS[2],
     (
         "batches",
         "batch sizes, 0 = full batch (quick 8,32,128; full 8,32,128,0)",
@@ -23,10 +27,6 @@ pub const OPTIONS: &[(&str, &str)] = &[
     SELECTION_OPTIONS[0],
     SELECTION_OPTIONS[1],
     SELECTION_OPTIONS[2],
-    (
-        "lr",
-        "SGD learning rate, momentum 0.9, before the factors (0.01)",
-    ),
     images::OPTIONS[0],
     images::OPTIONS[1],
     images::OPTIONS[2],
@@ -36,10 +36,24 @@ pub const OPTIONS: &[(&str, &str)] = &[
 /// features of every training image at every step.
 const QUICK_SIZES: (usize, usize) = (1500, 1000);
 
-/// The options of one run.
-struct Options {
+/// The methods compared, in table order: cross-entropy and the squared loss
+/// over each backbone optimiser, the per-batch ridge head and the proximal head
+/// over each.
+pub(super) const METHODS: [Method; 7] = [
+    Method::CrossEntropy(Backbone::Sgd),
+    Method::CrossEntropy(Backbone::Adam),
+    Method::Squared(Backbone::Sgd),
+    Method::Squared(Backbone::Adam),
+    Method::Ridge(Backbone::Sgd),
+    Method::Proximal(Backbone::Sgd),
+    Method::Proximal(Backbone::Adam),
+];
+
+/// The options of a classification comparison (this experiment's and
+/// `closed-form-pairs`').
+pub(super) struct Options {
     /// The settings every method starts from (λ and β are chosen per run).
-    settings: Settings,
+    pub(super) settings: Settings,
     /// Batch sizes, 0 = full batch.
     batches: Vec<usize>,
     /// The validation grids: (λ, β, learning-rate factors).
@@ -49,24 +63,16 @@ struct Options {
 }
 
 impl Options {
-    /// The options from the command line, checked (the image options are read
-    /// by [`images::load`]).
-    fn parse(cfg: &RunConfig) -> Result<Options> {
-        cfg.check_known("closed-form-classification", OPTIONS)?;
-        let settings = Settings {
-            steps: cfg.opt_positive("steps", if cfg.quick { 300 } else { 3000 })?,
-            sgd_lr: cfg.opt("lr", 0.01)?,
-            adam_lr: 1e-3,
-            // λ and β are set per run from the validation choice.
-            beta: 0.0,
-            lambda: 0.0,
-            hidden: vec![128, 128],
-            quiet: cfg.quiet,
-        };
+    /// The budget, batch and validation options from the command line, checked
+    /// (the caller checks the names; the image options are read by
+    /// [`images::load`]).
+    /// `full_batches` are the full setting's default batch sizes.
+    pub(super) fn parse(cfg: &RunConfig, full_batches: &[usize]) -> Result<Options> {
+        let settings = settings(cfg, vec![128, 128])?;
         let default_batches: &[usize] = if cfg.quick {
             &[8, 32, 128]
         } else {
-            &[8, 32, 128, 0]
+            full_batches
         };
         Ok(Options {
             settings,
@@ -82,11 +88,11 @@ fn accuracy_on(labels: &[usize]) -> impl Fn(&Tensor<f64>) -> Result<f64> + '_ {
     |pred: &Tensor<f64>| -> Result<f64> { Ok(nn::loss::accuracy(pred, labels)? * 100.0) }
 }
 
-/// The comparison on the images over the grid's seeds: its selection and result
-/// tables; the first seed's models go into `model`.
-fn compare(
+/// The comparison of `methods` on the images over the grid's seeds: its
+/// selection and result tables; the first seed's models go into `model`.
+pub(super) fn compare(
     o: &Options,
-    images: &Split,
+    (images, methods): (&Split, &[Method]),
     grid: &mut Grid,
     (metrics, model): (&mut Metrics, &mut NamedTensors),
 ) -> Result<Vec<Table>> {
@@ -114,8 +120,8 @@ fn compare(
             labels: Some(fit_labels),
             x: &validation.x,
             evaluate: &evaluate_val,
+            better: Better::Higher,
         },
-        lower_is_better: false,
         lambdas,
         betas,
         lr_factors,
@@ -127,19 +133,14 @@ fn compare(
             train.x.shape()[1],
         ),
         name: "",
-        methods: &[
-            Method::CrossEntropy,
-            Method::Sgd,
-            Method::Adam,
-            Method::Ridge,
-            Method::Proximal,
-        ],
+        methods,
         task: Task {
             train,
             targets: &one_hot,
             labels: Some(labels),
             x: &test.x,
             evaluate: &evaluate,
+            better: Better::Higher,
         },
         selection: Some(selection),
         batches: &batches,
@@ -152,7 +153,8 @@ fn compare(
 
 /// Runs the experiment and returns its table.
 pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
-    let o = Options::parse(cfg)?;
+    cfg.check_known("closed-form-classification", OPTIONS)?;
+    let o = Options::parse(cfg, &[8, 32, 128, 0])?;
     let images = images::load(
         cfg,
         ImageSet::Mnist,
@@ -160,14 +162,19 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     )?;
     let mut grid = Grid::new(cfg, cfg.seed_list(3, 5)?);
     let (mut metrics, mut model) = (Metrics::default(), Vec::new());
-    let tables = compare(&o, &images, &mut grid, (&mut metrics, &mut model))?;
+    let tables = compare(
+        &o,
+        (&images, &METHODS),
+        &mut grid,
+        (&mut metrics, &mut model),
+    )?;
     cfg.run_dir("closed-form-classification")?.finish(
         "closed-form-classification",
         Plot::Curves {
-            title: "closed-form classification: test accuracy by step",
+            title: "closed-form classification: test accuracy",
             metrics: &metrics,
             panels: &[("train_loss", true), ("test_metric", false)],
-            x_label: "step",
+            x_label: o.settings.x_label(),
         },
         model,
         tables,

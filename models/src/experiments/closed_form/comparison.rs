@@ -3,30 +3,16 @@
 //! method at every batch size over the grid's seeds on the whole training set,
 //! with the paired evidence of the proximal head at the smallest batch.
 
-use super::{run_arm, Method, Settings};
+use super::{run_arm, ArmRun, Backbone, Method, Settings, Task};
 use crate::cli::RunConfig;
 use crate::data::Dataset;
 use crate::grid::Grid;
-use crate::report::evidence::{Better, Claim, Evidence};
+use crate::report::evidence::{Claim, Evidence};
 use crate::report::{Metrics, Table};
 use crate::train::choice::{scored_values, Choice};
-use crate::train::choose;
+use crate::train::{choose, Budget};
 use nn::checkpoint::NamedTensors;
-use tensor::{Result, Rng, Tensor};
-
-/// A training set with its squared-loss targets, and how predictions are scored.
-pub struct Task<'a> {
-    /// The training inputs.
-    pub train: &'a Dataset,
-    /// The squared-loss targets `[n, k]` of `train`.
-    pub targets: &'a Tensor<f64>,
-    /// The classes of `train`, for cross-entropy.
-    pub labels: Option<&'a [usize]>,
-    /// The inputs to score.
-    pub x: &'a Tensor<f64>,
-    /// Scores predictions `[n_x, k]` of `x`.
-    pub evaluate: &'a dyn Fn(&Tensor<f64>) -> Result<f64>,
-}
+use tensor::{Result, Rng};
 
 /// The validation choice of every arm's hyper-parameter: each method's grid is
 /// trained on the fitting part and scored on the validation part, at one seed, per
@@ -37,8 +23,6 @@ pub struct Selection<'a> {
     /// Steps each grid may grow past an edge, per side
     /// ([`crate::train::choice::extensions`]).
     pub extensions: usize,
-    /// The metric is an error (lower is better), not an accuracy.
-    pub lower_is_better: bool,
     /// Grid of proximal λ.
     pub lambdas: &'a [f64],
     /// Grid of ridge β.
@@ -46,6 +30,47 @@ pub struct Selection<'a> {
     /// Grid of factors on the SGD and Adam learning rates (the baselines get the
     /// same care as the closed-form arms).
     pub lr_factors: &'a [f64],
+}
+
+/// The budget and learning-rate options shared by the closed-form comparisons.
+pub const BUDGET_OPTIONS: [(&str, &str); 3] = [
+    (
+        "epochs",
+        "epochs per run, the same at every batch size (quick 10, full 50)",
+    ),
+    (
+        "steps",
+        "steps per run instead, the same at every batch size (the fixed-steps view; off by default)",
+    ),
+    (
+        "lr",
+        "SGD learning rate, momentum 0.9, before the factors (0.01)",
+    ),
+];
+
+/// The settings of [`BUDGET_OPTIONS`] with a `hidden` backbone: an epoch budget
+/// (quick 10, full 50 epochs), or `--steps` for the fixed-steps view; λ and β
+/// are set per run from the validation choice.
+pub fn settings(cfg: &RunConfig, hidden: Vec<usize>) -> Result<Settings> {
+    let budget = match cfg.has("steps") {
+        true if cfg.has("epochs") => {
+            return Err(tensor::Error::value(
+                "closed-form",
+                "--epochs and --steps are two budgets; give one",
+            ))
+        }
+        true => Budget::Steps(cfg.opt_positive("steps", 1)?),
+        false => Budget::Epochs(cfg.opt_positive("epochs", if cfg.quick { 10 } else { 50 })?),
+    };
+    Ok(Settings {
+        budget,
+        sgd_lr: cfg.opt("lr", 0.01)?,
+        adam_lr: 1e-3,
+        beta: 0.0,
+        lambda: 0.0,
+        hidden,
+        quiet: cfg.quiet,
+    })
 }
 
 /// The options of the validation grids, shared by the regression and classification
@@ -114,37 +139,33 @@ pub fn validation_split(train: &Dataset, fraction: f64, seed: u64) -> Result<(Da
 fn with_value(method: Method, s: &Settings, value: f64) -> Settings {
     let mut s = s.clone();
     match method {
-        Method::Ridge => s.beta = value,
-        Method::Proximal => s.lambda = value,
-        Method::Adam => s.adam_lr *= value,
+        Method::Ridge(_) => s.beta = value,
+        Method::Proximal(_) => s.lambda = value,
+        m if m.backbone() == Backbone::Adam => s.adam_lr *= value,
         _ => s.sgd_lr *= value,
     }
     s
 }
 
-/// The grid a method's value is chosen from, and how the value is written.
+/// The grid a method's value is chosen from, and how the value is written: λ
+/// for the proximal heads, β for the ridge heads (their backbone keeps its
+/// learning rate), a factor on the learning rate for the whole networks.
 fn value_grid<'a>(
     method: Method,
     sel: &Selection<'a>,
     s: &Settings,
 ) -> (&'a [f64], Box<dyn Fn(f64) -> String>) {
+    let base = match method.backbone() {
+        Backbone::Adam => s.adam_lr,
+        Backbone::Sgd => s.sgd_lr,
+    };
     match method {
-        Method::Ridge => (sel.betas, Box::new(|v| format!("β = {v:e}"))),
-        Method::Proximal => (sel.lambdas, Box::new(|v| format!("λ = {v:e}"))),
-        Method::Adam => {
-            let base = s.adam_lr;
-            (
-                sel.lr_factors,
-                Box::new(move |v| format!("lr = {:e}", base * v)),
-            )
-        }
-        _ => {
-            let base = s.sgd_lr;
-            (
-                sel.lr_factors,
-                Box::new(move |v| format!("lr = {:e}", base * v)),
-            )
-        }
+        Method::Ridge(_) => (sel.betas, Box::new(|v| format!("β = {v:e}"))),
+        Method::Proximal(_) => (sel.lambdas, Box::new(|v| format!("λ = {v:e}"))),
+        _ => (
+            sel.lr_factors,
+            Box::new(move |v| format!("lr = {:e}", base * v)),
+        ),
     }
 }
 
@@ -190,16 +211,17 @@ impl Comparison<'_> {
         }
     }
 
-    fn better(&self) -> Better {
-        match &self.selection {
-            Some(sel) if !sel.lower_is_better => Better::Higher,
-            _ => Better::Lower,
-        }
+    /// One header per batch size after `first`, then `last`.
+    fn headers(&self, first: &[&str], last: Option<&str>) -> Vec<String> {
+        let mut headers: Vec<String> = first.iter().map(|h| h.to_string()).collect();
+        headers.extend(self.batches.iter().map(|&b| self.column(b)));
+        headers.extend(last.map(String::from));
+        headers
     }
 
     /// Runs the comparison over `grid`'s seeds: the selection table (with a
-    /// [`Selection`]) and the result table; the first seed's models go into
-    /// `model`.
+    /// [`Selection`]), the table of the final test metric and that of the best
+    /// one over the run's evaluations; the first seed's models go into `model`.
     pub fn run(
         &self,
         grid: &mut Grid,
@@ -216,7 +238,11 @@ impl Comparison<'_> {
             }
             None => vec![vec![Some(1.0); self.batches.len()]; self.methods.len()],
         };
-        tables.push(self.evaluate(&chosen, grid, metrics, model)?);
+        self.run_cells(&chosen, grid, metrics, model)?;
+        let mut last = self.table(&chosen, grid, "last")?;
+        last.evidence = self.evidence(&chosen, grid)?;
+        tables.push(last);
+        tables.push(self.table(&chosen, grid, "best")?);
         Ok(tables)
     }
 
@@ -224,17 +250,16 @@ impl Comparison<'_> {
     /// `seed`, and the table of every value's score.
     fn select(&self, sel: &Selection, seed: u64) -> Result<(Table, Vec<Vec<Option<f64>>>)> {
         let (s, digits) = (self.settings, self.digits);
-        let mut headers = vec!["method".to_string(), "value".to_string()];
-        headers.extend(self.batches.iter().map(|&b| self.column(b)));
+        let headers = self.headers(&["method", "value"], None);
         let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
         let mut table = Table::new(
             &format!(
-                "{} — validation {} of each value, seed {seed}, trained on {} samples, scored on {}; {} steps; the best per column (←) is used below; a best value at the grid's edge grows the grid by one of its steps, at most {ext} per side (— not scored), and one still at the edge is marked",
+                "{} — validation {} of each value, seed {seed}, trained on {} samples, scored on {}; {}; the best per column (←) is used below; a best value at the grid's edge grows the grid by one of its steps, at most {ext} per side (— not scored), and one still at the edge is marked",
                 self.title,
                 self.metric,
                 sel.task.train.len(),
                 sel.task.x.shape()[0],
-                s.steps,
+                s.describe_budget(),
                 ext = sel.extensions,
             ),
             &headers,
@@ -246,25 +271,19 @@ impl Comparison<'_> {
                 .batches
                 .iter()
                 .map(|&b| {
-                    choose(values, self.better(), sel.extensions, |v| {
-                        let t = &sel.task;
-                        let batch = b.min(t.train.len());
+                    choose(values, sel.task.better, sel.extensions, |v| {
+                        let batch = b.min(sel.task.train.len());
                         let settings = with_value(m, s, v);
                         let run = run_arm(
                             m,
-                            t.train,
-                            t.targets,
-                            t.labels,
-                            t.x,
-                            t.evaluate,
-                            batch,
-                            seed,
+                            &sel.task,
+                            (batch, seed),
                             &settings,
                             &mut Metrics::default(),
                         );
                         // A failed solve disqualifies the value; anything else is an error.
                         match run {
-                            Ok(((score, _), _)) => Ok(score),
+                            Ok(r) => Ok(r.last),
                             Err(tensor::Error::Numerical { .. }) => Ok(f64::NAN),
                             Err(e) => Err(e),
                         }
@@ -272,7 +291,7 @@ impl Comparison<'_> {
                 })
                 .collect::<Result<Vec<Choice>>>()?;
             for v in scored_values(&choices) {
-                let mut row = vec![m.name().to_string(), show(v)];
+                let mut row = vec![m.name(), show(v)];
                 row.extend(choices.iter().map(|c| match c.score(v) {
                     None => "—".into(),
                     Some(score) if score.is_nan() => "failed".into(),
@@ -287,107 +306,131 @@ impl Comparison<'_> {
     }
 
     /// Every method at every batch size over the grid's seeds, each at its
-    /// `chosen` value: the result table and its evidence.
-    fn evaluate(
+    /// `chosen` value (a method whose every value failed is skipped).
+    fn run_cells(
         &self,
         chosen: &[Vec<Option<f64>>],
         grid: &mut Grid,
         metrics: &mut Metrics,
         model: &mut NamedTensors,
-    ) -> Result<Table> {
-        let (s, t) = (self.settings, &self.task);
-        let mut headers = vec!["method".to_string()];
-        headers.extend(self.batches.iter().map(|&b| self.column(b)));
-        headers.push("s / run".into());
-        let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
-        let chosen_note = if self.selection.is_some() {
-            "; each method at its validation-chosen value (in brackets)"
-        } else {
-            ""
-        };
-        let mut table = Table::new(
-            &format!(
-                "{} — test {}, {} steps, {} seeds (mean ± std){chosen_note}",
-                self.title,
-                self.metric,
-                s.steps,
-                grid.seeds().len(),
-            ),
-            &headers,
-        );
+    ) -> Result<()> {
         let first = grid.seeds()[0];
         for (mi, &m) in self.methods.iter().enumerate() {
-            let mut row = vec![match &self.selection {
-                Some(_) => m.name().to_string(),
-                None => m.label(s),
-            }];
-            let mut secs = Vec::new();
             for (j, &b) in self.batches.iter().enumerate() {
-                let (settings, note) = match (&self.selection, chosen[mi][j]) {
-                    (Some(sel), Some(v)) => (
-                        with_value(m, s, v),
-                        format!(" [{}]", value_grid(m, sel, s).1(v)),
-                    ),
-                    (Some(_), None) => {
-                        row.push("every value failed".into());
-                        continue;
-                    }
-                    (None, _) => (s.clone(), String::new()),
+                let settings = match (&self.selection, chosen[mi][j]) {
+                    (Some(_), Some(v)) => with_value(m, self.settings, v),
+                    (Some(_), None) => continue,
+                    (None, _) => self.settings.clone(),
                 };
-                let at = self.setting(b);
-                grid.run(m.tag(), &at, metrics, |seed, _, metrics| {
-                    let batch = b.min(t.train.len());
-                    let ((v, secs), tensors) = run_arm(
-                        m, t.train, t.targets, t.labels, t.x, t.evaluate, batch, seed, &settings,
-                        metrics,
-                    )?;
+                let batch = b.min(self.task.train.len());
+                grid.run(m.tag(), &self.setting(b), metrics, |seed, _, metrics| {
+                    let r: ArmRun = run_arm(m, &self.task, (batch, seed), &settings, metrics)?;
                     if seed == first {
                         let prefix = format!("{}.b{b}", m.tag());
                         model.extend(
-                            tensors
+                            r.tensors
                                 .into_iter()
                                 .map(|(k, x)| (format!("{prefix}.{k}"), x)),
                         );
                     }
-                    Ok(vec![("metric".into(), v), ("seconds".into(), secs)])
+                    Ok(vec![
+                        ("metric".into(), r.last),
+                        ("best".into(), r.best),
+                        ("seconds".into(), r.seconds),
+                    ])
                 })?;
-                let cell = grid.mean_std(m.tag(), &at, "metric", self.digits)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The table of the `which` ("last" or "best") test metric per method and
+    /// batch size, each cell beside its chosen value.
+    fn table(&self, chosen: &[Vec<Option<f64>>], grid: &Grid, which: &str) -> Result<Table> {
+        let s = self.settings;
+        let headers = self.headers(&["method"], Some("s / run"));
+        let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+        let chosen_note = match &self.selection {
+            Some(_) => "; each method at its validation-chosen value (in brackets)",
+            None => "",
+        };
+        let what = match which {
+            "last" => format!("test {} after the last step", self.metric),
+            _ => format!(
+                "best test {} over the run's evaluations (an optimistic, test-chosen stopping point; the same runs)",
+                self.metric
+            ),
+        };
+        let mut table = Table::new(
+            &format!(
+                "{} — {what}, {}, {} seeds (mean ± std){chosen_note}",
+                self.title,
+                s.describe_budget(),
+                grid.seeds().len(),
+            ),
+            &headers,
+        );
+        let name = if which == "last" { "metric" } else { "best" };
+        for (mi, &m) in self.methods.iter().enumerate() {
+            let mut row = vec![match &self.selection {
+                Some(_) => m.name(),
+                None => m.label(s),
+            }];
+            let mut secs = Vec::new();
+            for (j, &b) in self.batches.iter().enumerate() {
+                let note = match (&self.selection, chosen[mi][j]) {
+                    (Some(sel), Some(v)) => format!(" [{}]", value_grid(m, sel, s).1(v)),
+                    (Some(_), None) => {
+                        row.push("every value failed".into());
+                        continue;
+                    }
+                    (None, _) => String::new(),
+                };
+                let at = self.setting(b);
+                let cell = grid.mean_std(m.tag(), &at, name, self.digits)?;
                 row.push(format!("{cell}{note}"));
                 secs.extend(grid.values(m.tag(), &at, "seconds")?);
             }
             row.push(crate::report::mean_std(&secs, 2));
             table.row(row);
         }
-        table.evidence = self.evidence(chosen, grid)?;
         Ok(table)
     }
 
-    /// The claim's test: at the smallest batch, the proximal head against ℓ2-SGD
-    /// and the per-batch ridge head (the paper's baselines; Adam and cross-entropy
-    /// are reported in the table but the paper claims no win over them), each at
-    /// its validation-chosen value.
+    /// The claim's test: at the smallest batch, the proximal head against the
+    /// same backbone optimiser on the squared loss and against the per-batch
+    /// ridge head over that backbone (the paper's baselines; cross-entropy is
+    /// reported in the tables but the paper claims no win over it), each at its
+    /// validation-chosen value.
     fn evidence(&self, chosen: &[Vec<Option<f64>>], grid: &Grid) -> Result<Vec<Evidence>> {
-        let Some(p) = self.methods.iter().position(|&m| m == Method::Proximal) else {
-            return Ok(Vec::new());
-        };
-        if self.selection.is_none() || chosen[p][0].is_none() {
+        if self.selection.is_none() {
             return Ok(Vec::new());
         }
+        let ran = |m: Method| {
+            self.methods
+                .iter()
+                .position(|&x| x == m)
+                .is_some_and(|i| chosen[i][0].is_some())
+        };
         let title = self.title.split(" (").next().unwrap_or(&self.title);
         let at = self.setting(self.batches[0]);
         let mut evidence = Vec::new();
-        for (mi, &m) in self.methods.iter().enumerate() {
-            if matches!(m, Method::Sgd | Method::Ridge) && chosen[mi][0].is_some() {
+        for backbone in [Backbone::Sgd, Backbone::Adam] {
+            let proximal = Method::Proximal(backbone);
+            if !ran(proximal) {
+                continue;
+            }
+            for baseline in [Method::Squared(backbone), Method::Ridge(backbone)] {
+                if !ran(baseline) {
+                    continue;
+                }
                 evidence.push(Evidence {
                     claim: Claim::ClosedForm,
                     setting: format!("{title}, {}", self.column(self.batches[0])),
                     metric: format!("test {}", self.metric),
-                    better: self.better(),
-                    method: (
-                        Method::Proximal.name().into(),
-                        grid.values(Method::Proximal.tag(), &at, "metric")?,
-                    ),
-                    baseline: (m.name().into(), grid.values(m.tag(), &at, "metric")?),
+                    better: self.task.better,
+                    method: (proximal.name(), grid.values(proximal.tag(), &at, "metric")?),
+                    baseline: (baseline.name(), grid.values(baseline.tag(), &at, "metric")?),
                     paired: true,
                 });
             }

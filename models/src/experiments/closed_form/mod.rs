@@ -1,4 +1,4 @@
-//! The closed-form last-layer experiments: a backbone trained by SGD with the last
+//! The closed-form last-layer experiments: a backbone trained by SGD or Adam with the last
 //! layer refitted in closed form each step (proximal, or per-batch ridge), against
 //! SGD and Adam training the whole network, across batch sizes and seeds.
 
@@ -7,9 +7,11 @@ pub mod classification;
 pub mod comparison;
 pub mod dfiv;
 pub mod one_step;
+pub mod pairs;
 pub mod regression;
 
 use crate::data::Dataset;
+use crate::report::evidence::Better;
 use crate::report::Metrics;
 use crate::train::{
     train as train_loop, Batch, Batches, Budget, Cadence, NonFinite, Plan, Task as TrainTask,
@@ -25,49 +27,88 @@ use optim::{Adam, AdamConfig, Optimizer, Sgd, SgdConfig};
 use std::time::Instant;
 use tensor::{Result, Rng, Tensor};
 
+/// The optimiser of the network, or of the backbone under a closed-form head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backbone {
+    /// SGD with momentum 0.9.
+    Sgd,
+    /// Adam.
+    Adam,
+}
+
+impl Backbone {
+    /// Its name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backbone::Sgd => "SGD",
+            Backbone::Adam => "Adam",
+        }
+    }
+}
+
 /// How an arm trains.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Method {
-    /// SGD with momentum on the whole network, squared loss.
-    Sgd,
-    /// Adam on the whole network, squared loss.
-    Adam,
-    /// SGD on the whole network, cross-entropy (classification only).
-    CrossEntropy,
-    /// SGD backbone, last layer refitted by per-batch ridge (β).
-    Ridge,
-    /// SGD backbone, last layer refitted by the proximal solution (λ).
-    Proximal,
+    /// The whole network on the squared loss.
+    Squared(Backbone),
+    /// The whole network on cross-entropy (classification only).
+    CrossEntropy(Backbone),
+    /// The backbone by its optimiser, the last layer refitted by per-batch ridge (β).
+    Ridge(Backbone),
+    /// The backbone by its optimiser, the last layer refitted by the proximal
+    /// solution (λ).
+    Proximal(Backbone),
 }
 
 impl Method {
-    /// Name in tables, without its hyper-parameter.
-    pub fn name(self) -> &'static str {
+    /// The optimiser that takes the gradient steps.
+    pub fn backbone(self) -> Backbone {
         match self {
-            Method::Sgd => "SGD (squared loss)",
-            Method::Adam => "Adam (squared loss)",
-            Method::CrossEntropy => "SGD (cross-entropy)",
-            Method::Ridge => "per-batch ridge c.f.",
-            Method::Proximal => "proximal c.f.",
+            Method::Squared(b)
+            | Method::CrossEntropy(b)
+            | Method::Ridge(b)
+            | Method::Proximal(b) => b,
+        }
+    }
+
+    /// Whether the last layer is refitted in closed form.
+    pub fn closed_form(self) -> bool {
+        matches!(self, Method::Ridge(_) | Method::Proximal(_))
+    }
+
+    /// Name in tables, without its hyper-parameter (the SGD-backbone heads keep
+    /// their short names).
+    pub fn name(self) -> String {
+        match self {
+            Method::Squared(b) => format!("{} (squared loss)", b.name()),
+            Method::CrossEntropy(b) => format!("{} (cross-entropy)", b.name()),
+            Method::Ridge(Backbone::Sgd) => "per-batch ridge c.f.".into(),
+            Method::Proximal(Backbone::Sgd) => "proximal c.f.".into(),
+            Method::Ridge(b) => format!("per-batch ridge c.f., {} backbone", b.name()),
+            Method::Proximal(b) => format!("proximal c.f., {} backbone", b.name()),
         }
     }
 
     /// Name in tables, with the closed-form arms' λ or β from `s`.
     pub fn label(self, s: &Settings) -> String {
         match self {
-            Method::Ridge => format!("{} (β = {})", self.name(), s.beta),
-            Method::Proximal => format!("{} (λ = {})", self.name(), s.lambda),
-            _ => self.name().into(),
+            Method::Ridge(_) => format!("{} (β = {})", self.name(), s.beta),
+            Method::Proximal(_) => format!("{} (λ = {})", self.name(), s.lambda),
+            _ => self.name(),
         }
     }
 
+    /// The grid arm and curve name.
     fn tag(self) -> &'static str {
         match self {
-            Method::Sgd => "sgd",
-            Method::Adam => "adam",
-            Method::CrossEntropy => "ce",
-            Method::Ridge => "ridge",
-            Method::Proximal => "prox",
+            Method::Squared(Backbone::Sgd) => "sgd",
+            Method::Squared(Backbone::Adam) => "adam",
+            Method::CrossEntropy(Backbone::Sgd) => "ce",
+            Method::CrossEntropy(Backbone::Adam) => "ce-adam",
+            Method::Ridge(Backbone::Sgd) => "ridge",
+            Method::Ridge(Backbone::Adam) => "adam-ridge",
+            Method::Proximal(Backbone::Sgd) => "prox",
+            Method::Proximal(Backbone::Adam) => "adam-prox",
         }
     }
 }
@@ -75,8 +116,9 @@ impl Method {
 /// Settings shared by the arms of one experiment.
 #[derive(Clone, Debug)]
 pub struct Settings {
-    /// Optimisation steps per run (the same budget for every batch size).
-    pub steps: usize,
+    /// The training budget of every run: the same epochs at every batch size (the
+    /// paper's regime), or the same steps.
+    pub budget: Budget,
     /// SGD learning rate (momentum 0.9), for whole networks and backbones.
     pub sgd_lr: f64,
     /// Adam learning rate.
@@ -89,6 +131,54 @@ pub struct Settings {
     pub hidden: Vec<usize>,
     /// No progress lines.
     pub quiet: bool,
+}
+
+impl Settings {
+    /// The x axis of the curves: evaluations come per epoch under an epoch
+    /// budget, every 1/20 of a step budget.
+    pub fn x_label(&self) -> &'static str {
+        match self.budget {
+            Budget::Epochs(_) => "epoch",
+            Budget::Steps(_) => "step",
+        }
+    }
+
+    /// The budget as the titles state it: "20 epochs" or "300 steps".
+    pub fn describe_budget(&self) -> String {
+        match self.budget {
+            Budget::Epochs(e) => format!("{e} epochs at every batch size"),
+            Budget::Steps(n) => format!("{n} steps at every batch size"),
+        }
+    }
+}
+
+/// A training set with its squared-loss targets, and how predictions are scored.
+pub struct Task<'a> {
+    /// The training inputs.
+    pub train: &'a Dataset,
+    /// The squared-loss targets `[n, k]` of `train`.
+    pub targets: &'a Tensor<f64>,
+    /// The classes of `train`, for cross-entropy.
+    pub labels: Option<&'a [usize]>,
+    /// The inputs to score.
+    pub x: &'a Tensor<f64>,
+    /// Scores predictions `[n_x, k]` of `x`.
+    pub evaluate: &'a dyn Fn(&Tensor<f64>) -> Result<f64>,
+    /// Which way the score improves (for the best evaluation).
+    pub better: Better,
+}
+
+/// What one arm's run measured.
+pub struct ArmRun {
+    /// The test metric after the last step (NaN when the loss stopped being finite).
+    pub last: f64,
+    /// The best test metric over the evaluations (per epoch, or every 1/20 of a
+    /// step budget).
+    pub best: f64,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// The trained model's tensors (the closed-form head as `head.closed_form`).
+    pub tensors: NamedTensors,
 }
 
 /// The network of one arm: a backbone and either a trained or a closed-form head.
@@ -137,7 +227,7 @@ impl TrainTask for Regression<'_> {
         let loss = || {
             let out = model.predict(&xb, None)?;
             match (method, self.labels) {
-                (Method::CrossEntropy, Some(lab)) => {
+                (Method::CrossEntropy(_), Some(lab)) => {
                     let lb: Vec<usize> = idx.iter().map(|&i| lab[i]).collect();
                     loss::cross_entropy(&out, &lb, 0.0)
                 }
@@ -158,24 +248,24 @@ impl TrainTask for Regression<'_> {
     }
 }
 
-/// Trains one arm and returns (final test metric, seconds) and the trained model's
-/// tensors (the closed-form head as `head.closed_form`). `targets` are the
-/// training targets of the squared loss `[n, k]`; `labels` the classes for
-/// cross-entropy; `evaluate` scores test-set predictions `[n_test, k]`. A run whose
-/// loss stops being finite scores NaN.
-#[allow(clippy::too_many_arguments)]
+/// Trains one arm on `task` at `batch` and `seed`, scoring `task.x` at every
+/// evaluation. The squared-loss arms fit `task.targets`, cross-entropy the
+/// labels. A run whose loss stops being finite scores NaN.
 pub fn run_arm(
     method: Method,
-    train: &Dataset,
-    targets: &Tensor<f64>,
-    labels: Option<&[usize]>,
-    test_x: &Tensor<f64>,
-    evaluate: &dyn Fn(&Tensor<f64>) -> Result<f64>,
-    batch: usize,
-    seed: u64,
+    task: &Task,
+    (batch, seed): (usize, u64),
     s: &Settings,
     metrics: &mut Metrics,
-) -> Result<((f64, f64), NamedTensors)> {
+) -> Result<ArmRun> {
+    let Task {
+        train,
+        targets,
+        labels,
+        x: test_x,
+        evaluate,
+        better,
+    } = *task;
     let start = Instant::now();
     let k = targets.shape()[1];
     let d_in = train.x.shape()[1];
@@ -190,7 +280,7 @@ pub fn run_arm(
         Activation::Tanh,
         &mut rng,
     )?;
-    let closed = matches!(method, Method::Ridge | Method::Proximal);
+    let closed = method.closed_form();
     let head = if closed {
         None
     } else {
@@ -203,15 +293,15 @@ pub fn run_arm(
         )?)
     };
     let model = Model { backbone, head };
-    let optimizer: Box<dyn Optimizer<f64>> = match method {
-        Method::Adam => Box::new(Adam::new(store.trainable(), AdamConfig::adam(s.adam_lr))?),
-        _ => Box::new(Sgd::new(
+    let optimizer: Box<dyn Optimizer<f64>> = match method.backbone() {
+        Backbone::Adam => Box::new(Adam::new(store.trainable(), AdamConfig::adam(s.adam_lr))?),
+        Backbone::Sgd => Box::new(Sgd::new(
             store.trainable(),
             SgdConfig::new(s.sgd_lr).momentum(0.9),
         )?),
     };
     let training = if closed {
-        let rule = if method == Method::Ridge {
+        let rule = if let Method::Ridge(_) = method {
             HeadRule::Ridge { beta: s.beta }
         } else {
             HeadRule::Proximal { lambda: s.lambda }
@@ -226,7 +316,7 @@ pub fn run_arm(
         Training::plain(optimizer)
     };
     let mut plan = Plan::new(
-        Budget::Steps(s.steps),
+        s.budget,
         // Full batches only, for every arm: the same stream of equal batches.
         Batches::Shuffled {
             samples: train.len(),
@@ -236,7 +326,11 @@ pub fn run_arm(
         format!("{}/b{batch}/seed{seed}", method.tag()),
         s.quiet,
     );
-    plan.evaluate = Cadence::Steps((s.steps / 20).max(1));
+    plan.evaluate = match s.budget {
+        Budget::Epochs(_) => Cadence::Epochs(1),
+        Budget::Steps(n) => Cadence::Steps((n / 20).max(1)),
+    };
+    plan.best = Some(("test_metric".into(), better));
     plan.non_finite = NonFinite::Stop;
     let mut task = Regression {
         model: &model,
@@ -249,9 +343,9 @@ pub fn run_arm(
         evaluate,
     };
     let out = train_loop(&plan, &mut task, &mut Rng::new(seed ^ 0x5eed), metrics)?;
-    let metric = match (out.diverged_at, &out.last) {
-        (None, Some(e)) => e.get("test_metric")?,
-        _ => f64::NAN,
+    let (last, best) = match (out.diverged_at, &out.last, &out.best) {
+        (None, Some(last), Some(best)) => (last.get("test_metric")?, best.get("test_metric")?),
+        _ => (f64::NAN, f64::NAN),
     };
     let mut tensors = store.to_tensors();
     if let Some(head) = task.training.head() {
@@ -260,5 +354,10 @@ pub fn run_arm(
             AnyTensor::from_tensor(head.weight()),
         ));
     }
-    Ok(((metric, start.elapsed().as_secs_f64()), tensors))
+    Ok(ArmRun {
+        last,
+        best,
+        seconds: start.elapsed().as_secs_f64(),
+        tensors,
+    })
 }

@@ -3,33 +3,44 @@
 //! and on the diabetes set, across batch sizes.
 
 use super::comparison::{
-    selection_grids, validation_split, Comparison, Selection, Task, SELECTION_OPTIONS,
+    selection_grids, settings, validation_split, Comparison, Selection, BUDGET_OPTIONS,
+    SELECTION_OPTIONS,
 };
-use super::{Method, Settings};
+use super::{Backbone, Method, Settings, Task};
 use crate::cli::RunConfig;
 use crate::data::{molecules, Dataset, Standardizer, Targets};
 use crate::experiments::diabetes;
 use crate::grid::Grid;
+use crate::report::evidence::Better;
 use crate::report::{Metrics, Plot, Table};
 use nn::checkpoint::NamedTensors;
 use tensor::{Error, Result, Rng, Tensor};
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
-    ("steps", "optimisation steps per run (quick 300, full 3000)"),
+    BUDGET_OPTIONS[0],
+    BUDGET_OPTIONS[1],
+    BUDGET_OPTIONS[2],
     ("batches", "batch sizes, 0 = full batch (8,32,128,0)"),
     SELECTION_OPTIONS[0],
     SELECTION_OPTIONS[1],
     SELECTION_OPTIONS[2],
     (
-        "lr",
-        "SGD learning rate, momentum 0.9, before the factors (0.01)",
-    ),
-    (
         "molecules",
         "molecules generated (quick 1500, full 10000), 20% held out",
     ),
     ("datasets", "molecules, diabetes or both (both)"),
+];
+
+/// The methods compared, in table order: each backbone optimiser on the whole
+/// network, and under each closed-form head.
+const METHODS: [Method; 6] = [
+    Method::Squared(Backbone::Sgd),
+    Method::Squared(Backbone::Adam),
+    Method::Ridge(Backbone::Sgd),
+    Method::Proximal(Backbone::Sgd),
+    Method::Ridge(Backbone::Adam),
+    Method::Proximal(Backbone::Adam),
 ];
 
 /// The molecular-energy data, standardised on the training split.
@@ -66,16 +77,7 @@ impl Options {
     /// The options from the command line, checked.
     fn parse(cfg: &RunConfig) -> Result<Options> {
         cfg.check_known("closed-form-regression", OPTIONS)?;
-        let settings = Settings {
-            steps: cfg.opt_positive("steps", if cfg.quick { 300 } else { 3000 })?,
-            sgd_lr: cfg.opt("lr", 0.01)?,
-            adam_lr: 1e-3,
-            // λ and β are set per run from the validation choice.
-            beta: 0.0,
-            lambda: 0.0,
-            hidden: vec![128, 128],
-            quiet: cfg.quiet,
-        };
+        let settings = settings(cfg, vec![128, 128])?;
         let batches: Vec<usize> = cfg.opt_list("batches", &[8, 32, 128, 0])?;
         let which: String = cfg.opt("datasets", "both".to_string())?;
         if !["both", "molecules", "diabetes"].contains(&which.as_str()) {
@@ -195,8 +197,8 @@ fn compare(
             labels: None,
             x: &validation.x,
             evaluate: &evaluate_val,
+            better: Better::Lower,
         },
-        lower_is_better: true,
         lambdas,
         betas,
         lr_factors,
@@ -204,13 +206,14 @@ fn compare(
     let found = Comparison {
         title: format!("closed-form-regression: {}", d.name),
         name: d.key,
-        methods: &[Method::Sgd, Method::Adam, Method::Ridge, Method::Proximal],
+        methods: &METHODS,
         task: Task {
             train: &d.train,
             targets: d.train.values()?,
             labels: None,
             x: &d.test.x,
             evaluate: &evaluate,
+            better: Better::Lower,
         },
         selection: Some(selection),
         batches: &batches,
@@ -235,10 +238,10 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     cfg.run_dir("closed-form-regression")?.finish(
         "closed-form-regression",
         Plot::Curves {
-            title: "closed-form regression: test MSE by step",
+            title: "closed-form regression: test MSE",
             metrics: &metrics,
             panels: &[("train_loss", true), ("test_metric", true)],
-            x_label: "step",
+            x_label: o.settings.x_label(),
         },
         model,
         tables,
