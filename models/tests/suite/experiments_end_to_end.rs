@@ -90,11 +90,13 @@ fn fno_burgers_chooses_lambda_and_beta_on_validation() {
         &dir,
     );
     let tables = fno_burgers::run(&cfg).unwrap();
-    assert_eq!(tables.len(), 2);
+    assert_eq!(tables.len(), 3);
     assert_eq!(tables[0].rows.len(), fno_burgers::Method::ALL.len());
+    assert!(tables[0].title.contains("4 steps at every batch size"));
+    assert!(tables[1].title.contains("lowest test relative L2"));
     // One marked value per batch size and head (a best value at the grid's edge
     // is marked as such after the grid has grown past it).
-    let marks: usize = tables[1]
+    let marks: usize = tables[2]
         .rows
         .iter()
         .map(|r| r.iter().filter(|c| c.contains('←')).count())
