@@ -2,9 +2,11 @@
 //! tensor, diagonal, K-FAC-shaped (U(X) = A X Bᵀ with A and B learned directly — the
 //! structure of K-FAC, not its covariance estimates; a conv kernel [cout, cin, kh, kw]
 //! is the matrix cout × (cin·kh·kw), the authors' (kh·kw·cin) × cout transposed) or
-//! dense. The inner solve clips gradients per layer (a layer's kernel and bias
-//! together, the tensors whose names share everything before the last '.'), as the
-//! authors' per-layer blocks do. U is fitted by
+//! dense. The inner solve clips each leaf of U's gradient by its own norm, as the
+//! authors' `clip_by_group_norm` does on their block tree: for diagonal and dense
+//! blocks a leaf is a layer (its kernel and bias together, the tensors whose names
+//! share everything before the last '.'); for K-FAC blocks each factor (A, B, a
+//! bias or norm diagonal) is a leaf of its own. U is fitted by
 //! minimising the quadratic model of the loss along the preconditioned step,
 //! J(U) = gᵀΔ + ½Δᵀ(G + δI)Δ with Δ = −U g, by momentum steps whose gradients come
 //! from autograd; G·v products are supplied by the caller.
@@ -82,8 +84,8 @@ pub struct InnerSolve {
     pub lr: f64,
     /// Their momentum.
     pub momentum: f64,
-    /// Each layer's gradient (all its blocks' factors together) is clipped to this
-    /// norm.
+    /// Each clip group's gradient (a layer's diagonal or dense blocks together,
+    /// or one K-FAC factor) is clipped to this norm.
     pub clip: f64,
     /// Damping δ added to the curvature (δI).
     pub damping: f64,
@@ -127,8 +129,9 @@ fn sanitise<T: Element>(v: T) -> T {
 #[derive(Clone, Debug)]
 pub struct Preconditioner<T: Element> {
     blocks: Vec<Block<T>>,
-    /// The layer of each block (blocks of one layer share a gradient clip).
-    layers: Vec<usize>,
+    /// The clip group of each factor of each block (the factors of a group share
+    /// the inner solve's gradient clip).
+    groups: Vec<Vec<usize>>,
     /// True for the diagonal structure, the only one the floor applies to (the
     /// authors floor diagonal and scalar structures, not the bias blocks of others).
     diagonal: bool,
@@ -172,20 +175,40 @@ impl<T: Element> Preconditioner<T> {
                     _ => Block::Diagonal(Tensor::ones(&s)?),
                 })
             })
-            .collect::<Result<_>>()?;
+            .collect::<Result<Vec<Block<T>>>>()?;
+        let groups = match structure {
+            // Every K-FAC factor and diagonal is a leaf of the authors' tree.
+            Structure::Kfac => {
+                let mut next = 0..;
+                blocks
+                    .iter()
+                    .map(|b| {
+                        b.tensors()
+                            .iter()
+                            .map(|_| next.next().unwrap_or(0))
+                            .collect()
+                    })
+                    .collect()
+            }
+            _ => layer_groups(params)
+                .into_iter()
+                .zip(&blocks)
+                .map(|(layer, b)| vec![layer; b.tensors().len()])
+                .collect(),
+        };
         Ok(Preconditioner {
             blocks,
-            layers: layer_groups(params),
+            groups,
             diagonal: structure == Structure::Diagonal,
         })
     }
 
     /// A fixed diagonal preconditioner with the given entries (one tensor per
-    /// parameter, same shapes). Having no names, each tensor is its own layer for the
-    /// inner solve's clip (`identity` groups a layer's kernel and bias).
+    /// parameter, same shapes). Having no names, each tensor is its own clip group
+    /// for the inner solve (`identity` groups a layer's kernel and bias).
     pub fn diagonal(entries: Vec<Tensor<T>>) -> Self {
         Preconditioner {
-            layers: (0..entries.len()).collect(),
+            groups: (0..entries.len()).map(|i| vec![i]).collect(),
             blocks: entries.into_iter().map(Block::Diagonal).collect(),
             diagonal: true,
         }
@@ -277,8 +300,7 @@ impl<T: Element> Preconditioner<T> {
             let outs: Vec<&Var<T>> = v.iter().collect();
             let cots: Vec<&Var<T>> = cot.iter().collect();
             let grads = grad(&outs, &flat, Some(&cots), false)?;
-            // Sanitise, then clip each layer's gradient (all its blocks' factors) to
-            // the norm `clip`.
+            // Sanitise, then clip each group's gradient to the norm `clip`.
             let mut per_block: Vec<Vec<Tensor<T>>> = Vec::with_capacity(self.blocks.len());
             let mut k = 0;
             for block in &self.blocks {
@@ -296,20 +318,26 @@ impl<T: Element> Preconditioner<T> {
                 }
                 per_block.push(gs);
             }
-            let layers = self.layers.iter().copied().max().map_or(0, |m| m + 1);
-            let mut sq = vec![0.0; layers];
-            for (gs, &l) in per_block.iter().zip(&self.layers) {
-                for gr in gs {
-                    sq[l] += gr.square().sum_all().item()?.as_f64();
+            let count = self
+                .groups
+                .iter()
+                .flatten()
+                .copied()
+                .max()
+                .map_or(0, |m| m + 1);
+            let mut sq = vec![0.0; count];
+            for (gs, groups) in per_block.iter().zip(&self.groups) {
+                for (gr, &group) in gs.iter().zip(groups) {
+                    sq[group] += gr.square().sum_all().item()?.as_f64();
                 }
             }
             let mut new_vel = Vec::with_capacity(self.blocks.len());
             for (bi, (block, gs)) in self.blocks.iter_mut().zip(per_block).enumerate() {
-                let n = sq[self.layers[bi]].sqrt();
                 let current = block.tensors();
                 let mut vel_b = Vec::with_capacity(current.len());
                 let mut next = Vec::with_capacity(current.len());
                 for (fi, (t, mut gr)) in current.iter().zip(gs).enumerate() {
+                    let n = sq[self.groups[bi][fi]].sqrt();
                     if n > cfg.clip {
                         gr = gr.mul_scalar(cfg.clip / n);
                     }
@@ -393,7 +421,7 @@ impl<T: Element> Preconditioner<T> {
                 .zip(factors)
                 .map(|(b, f)| b.with(f))
                 .collect(),
-            layers: self.layers.clone(),
+            groups: self.groups.clone(),
             diagonal: self.diagonal,
         })
     }

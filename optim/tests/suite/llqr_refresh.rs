@@ -248,7 +248,7 @@ fn a_long_diagonal_fit_reaches_the_closed_form_diagonal_optimum_of_j() {
 }
 
 #[test]
-fn the_inner_solve_clips_each_layer_as_one_block() {
+fn the_inner_solve_clips_each_diagonal_layer_as_one_block() {
     // Two layers (weight and bias each): with U = I and G = 0, ∂J/∂d = −g⊙g per
     // entry; one step of lr η moves each layer by η·clip along its own −∂J/∂d
     // direction, kernel and bias clipped together.
@@ -289,6 +289,56 @@ fn the_inner_solve_clips_each_layer_as_one_block() {
         }
         start += n;
     }
+}
+
+#[test]
+fn the_inner_solve_clips_each_kfac_factor_on_its_own() {
+    // The authors' tree for K-FAC has one leaf per factor (A, B, each bias
+    // diagonal), each clipped by its own norm: with a clip far below every
+    // factor's gradient norm, one step of lr η moves every factor by exactly η·clip
+    // in Frobenius norm (a clip shared by a layer's factors moves each by less).
+    let t = tiny(7);
+    let params = t.store.trainable();
+    let g = t.grad();
+    let zero = |v: &[Tensor<f64>]| -> tensor::Result<Vec<Tensor<f64>>> {
+        Ok(v.iter().map(|x| x.mul_scalar(0.0)).collect())
+    };
+    let (eta, clip) = (0.1, 1e-6);
+    let mut u = Preconditioner::identity(&params, Structure::Kfac).unwrap();
+    let before = u.factor_tensors();
+    u.learn(
+        &t.shaped(&g),
+        &zero,
+        &InnerSolve {
+            steps: 1,
+            lr: eta,
+            clip,
+            ..InnerSolve::default()
+        },
+    )
+    .unwrap();
+    let after = u.factor_tensors();
+    let mut factors = 0;
+    for (b0, b1) in before.iter().zip(&after) {
+        for (f0, f1) in b0.iter().zip(b1) {
+            let moved = f1
+                .sub(f0)
+                .unwrap()
+                .square()
+                .sum_all()
+                .item()
+                .unwrap()
+                .sqrt();
+            assert!(
+                (moved - eta * clip).abs() <= 1e-9 * eta * clip,
+                "factor {factors}: moved {moved:e}, want {:e}",
+                eta * clip
+            );
+            factors += 1;
+        }
+    }
+    // Two layers of a weight (A and B) and a bias each.
+    assert_eq!(factors, 6);
 }
 
 /// The index of the block of `layer`'s first parameter.
