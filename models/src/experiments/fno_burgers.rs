@@ -47,7 +47,7 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("modes", "kept frequencies (quick 12, full 16)"),
     (
         "epochs",
-        "epochs per run, the same at every batch size (quick 3, full 100)",
+        "epochs per run, the same at every batch size (quick 2, full 100)",
     ),
     (
         "steps",
@@ -464,7 +464,7 @@ impl Options {
                         ))
                     }
                     true => Budget::Steps(cfg.opt_positive("steps", 1)?),
-                    false => Budget::Epochs(cfg.opt_positive("epochs", if q { 3 } else { 100 })?),
+                    false => Budget::Epochs(cfg.opt_positive("epochs", if q { 2 } else { 100 })?),
                 },
                 lr: cfg.opt("lr", 1e-3)?,
                 sgd_lr: cfg.opt("sgd-lr", 0.05)?,

@@ -189,7 +189,7 @@ pub fn registry() -> Vec<Experiment> {
         Experiment {
             name: "seq2seq",
             about: "encoder-decoder Transformer on a synthetic language pair (or --data parallel text): Adam with inverse-sqrt warm-up, SAM, LLQR+SAM; BLEU of greedy and beam-search translations",
-            in_demo: true,
+            in_demo: false,
             options: seq2seq::OPTIONS,
             reads_data: true,
             shards: true,
@@ -207,7 +207,7 @@ pub fn registry() -> Vec<Experiment> {
         Experiment {
             name: "pothole",
             about: "two-scale landscape: which optimisers escape a narrow dip in a broad bowl, and the SAM/LLQR+SAM hovering amplitudes vs closed forms",
-            in_demo: true,
+            in_demo: false,
             options: llqr_sam::pothole::OPTIONS,
             reads_data: false,
             shards: false,

@@ -68,7 +68,7 @@ impl Options {
     /// [`images::load`]).
     /// `full_batches` are the full setting's default batch sizes.
     pub(super) fn parse(cfg: &RunConfig, full_batches: &[usize]) -> Result<Options> {
-        let settings = settings(cfg, vec![128, 128])?;
+        let settings = settings(cfg, vec![128, 128], (5, 50))?;
         let default_batches: &[usize] = if cfg.quick {
             &[8, 32, 128]
         } else {

@@ -36,7 +36,7 @@ pub struct Selection<'a> {
 pub const BUDGET_OPTIONS: [(&str, &str); 3] = [
     (
         "epochs",
-        "epochs per run, the same at every batch size (quick 10, full 50)",
+        "epochs per run, the same at every batch size (regression: quick 8, full 50; classification and pairs: quick 5, full 50)",
     ),
     (
         "steps",
@@ -49,9 +49,9 @@ pub const BUDGET_OPTIONS: [(&str, &str); 3] = [
 ];
 
 /// The settings of [`BUDGET_OPTIONS`] with a `hidden` backbone: an epoch budget
-/// (quick 10, full 50 epochs), or `--steps` for the fixed-steps view; λ and β
-/// are set per run from the validation choice.
-pub fn settings(cfg: &RunConfig, hidden: Vec<usize>) -> Result<Settings> {
+/// (`epochs`: the quick and the full default), or `--steps` for the fixed-steps
+/// view; λ and β are set per run from the validation choice.
+pub fn settings(cfg: &RunConfig, hidden: Vec<usize>, epochs: (usize, usize)) -> Result<Settings> {
     let budget = match cfg.has("steps") {
         true if cfg.has("epochs") => {
             return Err(tensor::Error::value(
@@ -60,7 +60,9 @@ pub fn settings(cfg: &RunConfig, hidden: Vec<usize>) -> Result<Settings> {
             ))
         }
         true => Budget::Steps(cfg.opt_positive("steps", 1)?),
-        false => Budget::Epochs(cfg.opt_positive("epochs", if cfg.quick { 10 } else { 50 })?),
+        false => {
+            Budget::Epochs(cfg.opt_positive("epochs", if cfg.quick { epochs.0 } else { epochs.1 })?)
+        }
     };
     Ok(Settings {
         budget,

@@ -77,7 +77,7 @@ impl Options {
     /// The options from the command line, checked.
     fn parse(cfg: &RunConfig) -> Result<Options> {
         cfg.check_known("closed-form-regression", OPTIONS)?;
-        let settings = settings(cfg, vec![128, 128])?;
+        let settings = settings(cfg, vec![128, 128], (8, 50))?;
         let batches: Vec<usize> = cfg.opt_list("batches", &[8, 32, 128, 0])?;
         let which: String = cfg.opt("datasets", "both".to_string())?;
         if !["both", "molecules", "diabetes"].contains(&which.as_str()) {
