@@ -170,6 +170,7 @@ impl<'a> Grid<'a> {
             method: (method.to_string(), self.values(method, setting, name)?),
             baseline: (baseline.to_string(), self.values(baseline, setting, name)?),
             paired: true,
+            idle: None,
         })
     }
 }

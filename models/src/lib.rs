@@ -17,6 +17,7 @@
 //!     method: ("lift".into(), vec![1.00, 1.02, 0.98]),
 //!     baseline: ("PGD".into(), vec![1.20, 1.22, 1.18]),
 //!     paired: true,
+//!     idle: None,
 //! };
 //! assert_eq!(e.verdict(), Verdict::Holds);
 //! # Ok(())

@@ -752,6 +752,7 @@ fn evidence(o: &Options, grid: &Grid) -> Result<Vec<Evidence>> {
                     grid.values(baseline.tag(), &smallest, "relative_l2")?,
                 ),
                 paired: true,
+                idle: None,
             });
         }
     }

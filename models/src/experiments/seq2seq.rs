@@ -290,6 +290,7 @@ impl Task for Translation<'_> {
                     logits: Box::new(move || batch_logits(model, train, &pick).map(|(x, _)| x)),
                     labels,
                     smoothing,
+                    held_out: None,
                 })
             },
             (metrics, &self.series, step),
@@ -636,6 +637,7 @@ fn evidence(o: &Options, grid: &Grid, named: &[(Optimiser, String)]) -> Result<V
                 method: (name.clone(), mine.clone()),
                 baseline: (other.clone(), grid.values(opt.tag(), "", "bleu_beam")?),
                 paired: true,
+                idle: None,
             });
         }
     }

@@ -72,6 +72,10 @@ pub struct Evidence {
     /// gave both arms the same data order, augmentation and label-noise draw. The
     /// test is then on the per-seed differences.
     pub paired: bool,
+    /// Set when the method's mechanism did not act in these runs (e.g. U ≈ I, so
+    /// LLQR+SAM is SAM by construction): the reason; the comparison then tests
+    /// nothing, whatever its t.
+    pub idle: Option<&'static str>,
 }
 
 /// The outcome of one comparison under [`Evidence::verdict`]'s rule.
@@ -148,6 +152,9 @@ impl Evidence {
 
     /// The verdict under [`RULE`].
     pub fn verdict(&self) -> Verdict {
+        if let Some(why) = self.idle {
+            return Verdict::CannotTell(why);
+        }
         match self.t() {
             None if self.method.1.len() < 2 || self.baseline.1.len() < 2 => {
                 Verdict::CannotTell("fewer than 2 seeds")
@@ -263,6 +270,7 @@ mod tests {
             method: ("a".into(), m.to_vec()),
             baseline: ("b".into(), b.to_vec()),
             paired: false,
+            idle: None,
         }
     }
 
@@ -277,6 +285,7 @@ mod tests {
         assert!(matches!(welch.verdict(), Verdict::CannotTell(_)));
         let paired = Evidence {
             paired: true,
+            idle: None,
             ..welch.clone()
         };
         // Differences 0.1, 0.2, 0.1, 0.2: mean 0.15, sd 0.0577, se 0.0289, t = 5.196.
@@ -290,6 +299,15 @@ mod tests {
             ..paired.clone()
         };
         assert_eq!(flipped.verdict(), Verdict::DoesNotHold);
+        // A mechanism that did not act makes the comparison test nothing.
+        let idle = Evidence {
+            idle: Some("U ≈ I here: LLQR+SAM reduces to SAM"),
+            ..paired.clone()
+        };
+        assert_eq!(
+            idle.verdict(),
+            Verdict::CannotTell("U ≈ I here: LLQR+SAM reduces to SAM")
+        );
         // Unequal lengths cannot be paired: Welch's test applies.
         let uneven = Evidence {
             method: ("a".into(), method[..3].to_vec()),

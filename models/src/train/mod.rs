@@ -11,6 +11,7 @@ pub mod method;
 pub mod spread;
 pub mod trainer;
 pub mod training;
+pub mod u_effect;
 
 pub use batches::Batches;
 pub use choice::{choose, Choice};

@@ -1,10 +1,12 @@
 //! How an arm updates its model, as one type: a first-order optimiser (SGD, Adam,
 //! AdamW), SAM or one of its variants, LLQR alone or with a perturbation, or a
 //! closed-form head over any backbone optimiser. The LLQR refresh (due → evaluation
-//! mode → refresh on a preconditioning batch → training mode → log U) lives here.
+//! mode → refresh on a preconditioning batch → U's effect on a held-out gradient →
+//! training mode → log U) lives here.
 
 use super::method::{Hyper, Method};
 use super::spread::Spread;
+use super::u_effect::u_effect;
 use crate::report::Metrics;
 use autograd::Var;
 use nn::{Param, ParamStore};
@@ -34,6 +36,8 @@ pub struct Training<T: Element> {
     base_lr: f64,
     refreshes: usize,
     refresh_seconds: f64,
+    /// U's effect on a held-out gradient after the latest refresh.
+    u_effect: Option<f64>,
 }
 
 /// A recorded computation on the current parameters (a loss, the features).
@@ -61,6 +65,10 @@ pub struct Preconditioning<'a, T: Element> {
     pub labels: Vec<usize>,
     /// The label smoothing of the training loss.
     pub smoothing: f64,
+    /// The loss of another batch, on whose gradient U's effect
+    /// ([`super::u_effect::u_effect`]) is measured after each refresh (`None`:
+    /// not measured).
+    pub held_out: Option<Box<dyn Fn() -> Result<Var<T>> + 'a>>,
 }
 
 impl<T: Element> Training<T> {
@@ -71,6 +79,7 @@ impl<T: Element> Training<T> {
             base_lr: 0.0,
             refreshes: 0,
             refresh_seconds: 0.0,
+            u_effect: None,
         };
         t.base_lr = t.optimizer().lr();
         t
@@ -205,8 +214,17 @@ impl<T: Element> Training<T> {
         let refreshed = l.refresh(&p.logits, &p.labels, p.smoothing);
         self.refresh_seconds += started.elapsed().as_secs_f64();
         self.refreshes += 1;
+        let effect = match (&refreshed, &p.held_out) {
+            (Ok(_), Some(loss)) => Some(u_effect(l.preconditioner(), &store.trainable(), &loss()?)),
+            _ => None,
+        };
         store.train();
         refreshed?;
+        if let Some(effect) = effect {
+            let effect = effect?;
+            metrics.push(series, step, "u_effect", effect);
+            self.u_effect = Some(effect);
+        }
         if let Some(u) = self.preconditioner_summary() {
             u.log(metrics, series, step);
         }
@@ -233,6 +251,11 @@ impl<T: Element> Training<T> {
             .map(|v| v.as_f64())
             .collect();
         Spread::of(entries)
+    }
+
+    /// For LLQR with a held-out batch: ‖Ug − g‖ / ‖g‖ after the latest refresh.
+    pub fn u_effect(&self) -> Option<f64> {
+        self.u_effect
     }
 
     /// For LLQR: non-finite entries of U's gradient sanitised so far.

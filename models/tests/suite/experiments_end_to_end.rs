@@ -51,6 +51,22 @@ fn llqr_sam_reports_every_noise_level_and_the_spread_of_u() {
         .unwrap();
     assert_eq!(t.rows[0][u], "—");
     assert!(t.rows[2][u].contains('['), "{}", t.rows[2][u]);
+    // U's effect on a held-out gradient, one finite value per noise level.
+    let effect = t
+        .headers
+        .iter()
+        .position(|h| h.starts_with("‖Ug − g‖"))
+        .unwrap();
+    assert_eq!(t.rows[0][effect], "—");
+    let values: Vec<f64> = t.rows[2][effect]
+        .split(" / ")
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert_eq!(values.len(), 2);
+    assert!(
+        values.iter().all(|v| v.is_finite() && *v >= 0.0),
+        "{values:?}"
+    );
     let bad = config(&["--dataset", "digits", "--arms", "sgd,nope"], &dir);
     let e = llqr_sam::classify::run(&bad).unwrap_err().to_string();
     assert!(e.contains("unknown arm 'nope'"), "{e}");

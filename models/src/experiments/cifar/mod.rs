@@ -363,6 +363,7 @@ impl Task for ImageTask<'_> {
                     logits: Box::new(move || net.forward(&xp)),
                     labels: pick.iter().map(|&i| labels[i]).collect(),
                     smoothing: 0.0,
+                    held_out: None,
                 })
             },
             (metrics, &self.series, step),

@@ -434,6 +434,7 @@ impl Comparison<'_> {
                     method: (proximal.name(), grid.values(proximal.tag(), &at, "metric")?),
                     baseline: (baseline.name(), grid.values(baseline.tag(), &at, "metric")?),
                     paired: true,
+                    idle: None,
                 });
             }
         }

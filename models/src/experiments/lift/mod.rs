@@ -402,6 +402,7 @@ pub fn lift_evidence(
             method: (Strategy::Lift.name().into(), lift.clone()),
             baseline: (s.name().into(), values.clone()),
             paired: true,
+            idle: None,
         })
         .collect()
 }

@@ -74,6 +74,9 @@ pub struct ArmResult {
     pub preconditioner: Option<Spread>,
     /// Non-finite entries of U's gradient sanitised over the run's refreshes.
     pub sanitised: usize,
+    /// For LLQR arms, ‖Ug − g‖ / ‖g‖ after the last refresh, g the gradient of an
+    /// independent batch of the training set.
+    pub u_effect: Option<f64>,
     /// The trained parameters.
     pub store: ParamStore<f32>,
 }
@@ -113,6 +116,8 @@ struct NoisyLabels<'a> {
     test: (Var<f32>, &'a [usize]),
     precond_batch: usize,
     precond_rng: Rng,
+    /// Draws the batch U's effect is measured on (independent of training).
+    held_out_rng: Rng,
     series: &'a str,
 }
 
@@ -124,15 +129,22 @@ impl Task for NoisyLabels<'_> {
     fn before_step(&mut self, step: usize, metrics: &mut Metrics) -> Result<()> {
         let (net, train, labels) = (self.net, self.train, self.labels);
         let (rng, count) = (&mut self.precond_rng, self.precond_batch);
+        let held_rng = &mut self.held_out_rng;
         self.training.refresh_if_due(
             self.store,
             || {
                 let pick = preconditioning_batch(rng, count, train.len())?;
                 let xp = Var::constant(batch_x(train, &pick)?);
+                let other = preconditioning_batch(held_rng, count, train.len())?;
+                let xh = Var::constant(batch_x(train, &other)?);
+                let yh: Vec<usize> = other.iter().map(|&i| labels[i]).collect();
                 Ok(Preconditioning {
                     logits: Box::new(move || net.forward(&xp)),
                     labels: pick.iter().map(|&i| labels[i]).collect(),
                     smoothing: 0.0,
+                    held_out: Some(Box::new(move || {
+                        loss::cross_entropy(&net.forward(&xh)?, &yh, 0.0)
+                    })),
                 })
             },
             (metrics, self.series, step),
@@ -202,6 +214,7 @@ pub fn train_arm(
         test: (Var::constant(test.x.cast::<f32>()), test.labels()?.0),
         precond_batch: hyper.precond_batch,
         precond_rng: Rng::new(seed + 2000),
+        held_out_rng: Rng::new(seed + 3000),
         series,
     };
     let out = train_loop(&plan, &mut task, &mut Rng::new(seed + 1000), metrics)?;
@@ -227,6 +240,7 @@ pub fn train_arm(
         ms_at_authors_period,
         preconditioner: training.preconditioner_summary(),
         sanitised: training.sanitised(),
+        u_effect: training.u_effect(),
         store,
     })
 }
@@ -257,6 +271,8 @@ struct Summary {
     ms_authors: Vec<f64>,
     preconditioner: Option<Spread>,
     sanitised: usize,
+    /// Mean ‖Ug − g‖ / ‖g‖ over the seeds at each noise level (LLQR arms).
+    u_effect: Option<Vec<f64>>,
 }
 
 /// The grid setting of noise `level` (a fraction): `noise40`.
@@ -299,6 +315,7 @@ fn summarise(
                 ("sanitised".to_string(), r.sanitised as f64),
             ];
             numbers.extend(Spread::fields(r.preconditioner));
+            numbers.extend(r.u_effect.map(|e| ("u_effect".to_string(), e)));
             Ok(numbers)
         })?;
     }
@@ -312,6 +329,7 @@ fn summarise(
             first,
         )?)?,
         sanitised: 0,
+        u_effect: None,
     };
     for &noise in &data.levels {
         let level = level_name(noise);
@@ -327,6 +345,11 @@ fn summarise(
         }
         let sanitised = grid.values(tag, &level, "sanitised")?;
         out.sanitised += sanitised.iter().filter(|v| v.is_finite()).sum::<f64>() as usize;
+        if out.preconditioner.is_some() {
+            let e = grid.values(tag, &level, "u_effect")?;
+            let mean = e.iter().sum::<f64>() / e.len() as f64;
+            out.u_effect.get_or_insert_with(Vec::new).push(mean);
+        }
     }
     Ok(out)
 }
@@ -484,6 +507,7 @@ fn headline(
                 "× SGD",
                 "× SGD at T_U = 1000",
                 "U entries: median [min, max], moved > 1 %",
+                "‖Ug − g‖ / ‖g‖ at the last refresh, by noise level",
                 "sanitised",
             ],
         ),
@@ -491,7 +515,7 @@ fn headline(
     );
     let mut sgd_ms = None;
     // Every arm's accuracies (per level, over seeds), for the claim's test.
-    let mut accuracies: Vec<(Method, Vec<Vec<f64>>)> = Vec::new();
+    let mut accuracies: Vec<ArmAccuracies> = Vec::new();
     for &method in &o.arms {
         let mut s = summarise(
             &o.arm(method),
@@ -501,7 +525,7 @@ fn headline(
             (o.quiet, metrics),
             model,
         )?;
-        accuracies.push((method, s.accuracy.clone()));
+        accuracies.push((method, s.accuracy.clone(), s.u_effect.clone()));
         let ms = median(&mut s.ms);
         let ms_authors = median(&mut s.ms_authors);
         let base = *sgd_ms.get_or_insert(ms);
@@ -512,6 +536,12 @@ fn headline(
             format!("{:.2}", ms / base),
             format!("{:.2}", ms_authors / base),
             preconditioner_cell(s.preconditioner),
+            s.u_effect.as_ref().map_or("—".into(), |e| {
+                e.iter()
+                    .map(|v| format!("{v:.3}"))
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+            }),
             if s.preconditioner.is_some() {
                 s.sanitised.to_string()
             } else {
@@ -524,16 +554,29 @@ fn headline(
     Ok(table)
 }
 
+/// Below this mean ‖Ug − g‖ / ‖g‖, U moves a held-out gradient by less than 5 % of
+/// its norm: LLQR+SAM is SAM with a slightly rescaled step, and its comparisons
+/// test nothing about the preconditioner.
+const U_IDLE: f64 = 0.05;
+
+/// One arm's accuracies (per noise level, over seeds) and, for LLQR, U's effect
+/// per level.
+type ArmAccuracies = (Method, Vec<Vec<f64>>, Option<Vec<f64>>);
+
 /// The authors' default LLQR+SAM (NGD, ‖Ug‖₂) against SGD and SAM at every noise
-/// level (`levels` in percent), for those of the three that ran.
-fn evidence(levels: &[f64], accuracies: &[(Method, Vec<Vec<f64>>)]) -> Vec<Evidence> {
-    let of = |m: Method| accuracies.iter().find(|(a, _)| *a == m).map(|(_, v)| v);
+/// level (`levels` in percent), for those of the three that ran; a level where U
+/// stayed ≈ I ([`U_IDLE`]) is reported as such, not as evidence either way.
+fn evidence(levels: &[f64], accuracies: &[ArmAccuracies]) -> Vec<Evidence> {
+    let of = |m: Method| accuracies.iter().find(|(a, ..)| *a == m);
     let llqr = Method::LlqrSam(Geometry::Fisher, PerturbationNorm::Euclidean);
     let mut out = Vec::new();
-    if let Some(mine) = of(llqr) {
+    if let Some((_, mine, effect)) = of(llqr) {
         for baseline in [Method::Sgd, Method::Sam] {
-            let Some(theirs) = of(baseline) else { continue };
+            let Some((_, theirs, _)) = of(baseline) else {
+                continue;
+            };
             for (k, p) in levels.iter().enumerate() {
+                let idle = effect.as_ref().is_some_and(|e| e[k] < U_IDLE);
                 out.push(Evidence {
                     claim: Claim::LlqrSam,
                     setting: format!("llqr-sam, MLP, label noise {p:.0} %"),
@@ -542,6 +585,7 @@ fn evidence(levels: &[f64], accuracies: &[(Method, Vec<Vec<f64>>)]) -> Vec<Evide
                     method: (llqr.name(), mine[k].clone()),
                     baseline: (baseline.name(), theirs[k].clone()),
                     paired: true,
+                    idle: idle.then_some("U ≈ I here: LLQR+SAM reduces to SAM"),
                 });
             }
         }
