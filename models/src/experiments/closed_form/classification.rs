@@ -88,11 +88,12 @@ fn accuracy_on(labels: &[usize]) -> impl Fn(&Tensor<f64>) -> Result<f64> + '_ {
     |pred: &Tensor<f64>| -> Result<f64> { Ok(nn::loss::accuracy(pred, labels)? * 100.0) }
 }
 
-/// The comparison of `methods` on the images over the grid's seeds: its
-/// selection and result tables; the first seed's models go into `model`.
+/// The comparison of `methods` on the images over the grid's seeds, titled by
+/// `experiment`: its selection and result tables; the first seed's models go
+/// into `model`.
 pub(super) fn compare(
     o: &Options,
-    (images, methods): (&Split, &[Method]),
+    (experiment, images, methods): (&str, &Split, &[Method]),
     grid: &mut Grid,
     (metrics, model): (&mut Metrics, &mut NamedTensors),
 ) -> Result<Vec<Table>> {
@@ -128,7 +129,7 @@ pub(super) fn compare(
     };
     Comparison {
         title: format!(
-            "closed-form-classification: {}, MLP {}-128-128 features",
+            "{experiment}: {}, MLP {}-128-128 features",
             images.description,
             train.x.shape()[1],
         ),
@@ -164,7 +165,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let (mut metrics, mut model) = (Metrics::default(), Vec::new());
     let tables = compare(
         &o,
-        (&images, &METHODS),
+        ("closed-form-classification", &images, &METHODS),
         &mut grid,
         (&mut metrics, &mut model),
     )?;

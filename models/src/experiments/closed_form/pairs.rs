@@ -71,7 +71,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let (mut metrics, mut model) = (Metrics::default(), Vec::new());
     let tables = compare(
         &o,
-        (&split, &METHODS),
+        ("closed-form-pairs", &split, &METHODS),
         &mut grid,
         (&mut metrics, &mut model),
     )?;
