@@ -36,6 +36,11 @@ pub struct RunConfig {
     pub options: Vec<String>,
     /// The sharded or merged sweep this run walks its cells through, if any.
     pub sweep: Option<Arc<Sweep>>,
+    /// A folder to run in instead of a new one: the shard folder `models resume`
+    /// continues.
+    pub resume_in: Option<PathBuf>,
+    /// Further `key: value` lines for the manifest (a merge's shards).
+    pub notes: Vec<(String, String)>,
     extra: BTreeMap<String, String>,
     /// The run folder the runner created before training, with its experiment.
     prepared: Option<(String, RunDir)>,
@@ -56,6 +61,8 @@ impl Default for RunConfig {
             shard: None,
             options: Vec::new(),
             sweep: None,
+            resume_in: None,
+            notes: Vec::new(),
             extra: BTreeMap::new(),
             prepared: None,
         }
@@ -267,7 +274,13 @@ impl RunConfig {
     }
 
     fn new_dir(&self, experiment: &str) -> Result<RunDir> {
-        let mut dir = RunDir::create(&self.out, experiment, &self.run_id())?;
+        let mut dir = match &self.resume_in {
+            Some(path) => RunDir {
+                path: path.clone(),
+                role: Role::Shard,
+            },
+            None => RunDir::create(&self.out, experiment, &self.run_id())?,
+        };
         dir.role = match &self.sweep {
             None => Role::Whole,
             Some(s) if s.is_shard() => Role::Shard,

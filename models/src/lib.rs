@@ -32,6 +32,7 @@ pub mod experiments;
 pub mod grid;
 pub mod provenance;
 pub mod report;
+pub mod results;
 pub mod sweep;
 pub mod text;
 pub mod train;

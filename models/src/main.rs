@@ -14,7 +14,19 @@ fn usage() -> String {
         ("trace-diff A B", "the first op where two audit traces part"),
         (
             "merge DIR... [--out DIR]",
-            "the tables, metrics and plot of a sweep from all its --shard i/n folders",
+            "the tables, metrics and plot of a sweep from all its --shard i/n folders (or the sweep's folder)",
+        ),
+        (
+            "resume SHARD_DIR [--threads N]",
+            "finishes a killed shard from its journal: its finished cells are kept",
+        ),
+        (
+            "keep RUN_DIR [--as SETTING] [--results DIR]",
+            "makes results/<experiment>/<setting> from a finished run (default setting: quick or full)",
+        ),
+        (
+            "report [DIR]",
+            "the claims table from the committed runs in results/ (or DIR), verdicts recomputed",
         ),
         (
             "determinism-check EXP",
@@ -102,31 +114,115 @@ fn determinism_check(args: &[String]) -> tensor::Result<bool> {
     Ok(same)
 }
 
-/// `merge DIR... [--out DIR]`: rebuilds a sharded sweep's tables and plot.
-fn merge(args: &[String]) -> tensor::Result<()> {
-    let (mut dirs, mut out) = (Vec::new(), std::path::PathBuf::from("runs"));
+/// A command's positional arguments and its `(option, value)` pairs.
+type CommandArgs = (Vec<String>, Vec<(String, String)>);
+
+/// A command's arguments: its positional ones, and the values of the options it
+/// accepts (`--key value` or `--key=value`); any other option is an error naming
+/// `usage`.
+fn command_args(
+    command: &'static str,
+    usage: &str,
+    args: &[String],
+    accepted: &[&str],
+) -> tensor::Result<CommandArgs> {
+    let (mut positional, mut options) = (Vec::new(), Vec::new());
     let mut i = 0;
     while i < args.len() {
-        match args[i].as_str() {
-            "--out" => {
-                i += 1;
-                let v = args
-                    .get(i)
-                    .ok_or_else(|| tensor::Error::value("merge", "--out needs a value"))?;
-                out = v.into();
+        match args[i].strip_prefix("--") {
+            Some(option) => {
+                let (key, value) = match option.split_once('=') {
+                    Some((k, v)) => (k.to_string(), v.to_string()),
+                    None => {
+                        i += 1;
+                        let v = args.get(i).ok_or_else(|| {
+                            tensor::Error::value(command, format!("--{option} needs a value"))
+                        })?;
+                        (option.to_string(), v.clone())
+                    }
+                };
+                if !accepted.contains(&key.as_str()) {
+                    return Err(tensor::Error::value(
+                        command,
+                        format!("unknown option '--{key}' (usage: {usage})"),
+                    ));
+                }
+                options.push((key, value));
             }
-            a if a.starts_with("--out=") => out = a["--out=".len()..].into(),
-            a if a.starts_with("--") => {
-                return Err(tensor::Error::value(
-                    "merge",
-                    format!("unknown option '{a}' (usage: models merge SHARD_DIR... [--out DIR])"),
-                ))
-            }
-            d => dirs.push(std::path::PathBuf::from(d)),
+            None => positional.push(args[i].clone()),
         }
         i += 1;
     }
-    for table in models::experiments::merge(&dirs, &out)? {
+    Ok((positional, options))
+}
+
+/// The last value given for `key`.
+fn option<'a>(options: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    options
+        .iter()
+        .rev()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
+/// `merge DIR... [--out DIR]`: rebuilds a sharded sweep's tables and plot.
+fn merge(args: &[String]) -> tensor::Result<()> {
+    let usage = "models merge SHARD_DIR... [--out DIR]";
+    let (dirs, options) = command_args("merge", usage, args, &["out"])?;
+    let out = option(&options, "out").unwrap_or("runs");
+    let dirs: Vec<std::path::PathBuf> = dirs.iter().map(Into::into).collect();
+    for table in models::experiments::merge(&dirs, out.as_ref())? {
+        println!("{}", table.render());
+    }
+    Ok(())
+}
+
+/// `resume SHARD_DIR [--threads N]`: finishes a killed shard.
+fn resume(args: &[String]) -> tensor::Result<()> {
+    let usage = "models resume SHARD_DIR [--threads N]";
+    let (dirs, options) = command_args("resume", usage, args, &["threads"])?;
+    let [dir] = dirs.as_slice() else {
+        return Err(tensor::Error::value("resume", format!("usage: {usage}")));
+    };
+    let mut pool = rayon::ThreadPoolBuilder::new();
+    if let Some(n) = option(&options, "threads") {
+        let n: usize = n.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
+            tensor::Error::value(
+                "resume",
+                format!("--threads expects a count of at least 1, got '{n}'"),
+            )
+        })?;
+        pool = pool.num_threads(n);
+    }
+    let pool = pool.build().map_err(|e| {
+        tensor::Error::value("models", format!("cannot start the worker threads: {e}"))
+    })?;
+    pool.install(|| models::experiments::resume(dir.as_ref()))
+}
+
+/// `keep RUN_DIR [--as SETTING] [--results DIR]`: a new results/ entry.
+fn keep(args: &[String]) -> tensor::Result<()> {
+    let usage = "models keep RUN_DIR [--as SETTING] [--results DIR]";
+    let (dirs, options) = command_args("keep", usage, args, &["as", "results"])?;
+    let [dir] = dirs.as_slice() else {
+        return Err(tensor::Error::value("keep", format!("usage: {usage}")));
+    };
+    let root = option(&options, "results").map_or_else(models::results::default_root, Into::into);
+    let entry = models::results::keep::keep(dir.as_ref(), &root, option(&options, "as"))?;
+    println!("kept {} as {}", dir, entry.display());
+    Ok(())
+}
+
+/// `report [DIR]`: the claims table from results/.
+fn report(args: &[String]) -> tensor::Result<()> {
+    let usage = "models report [RESULTS_DIR]";
+    let (dirs, _) = command_args("report", usage, args, &[])?;
+    let root = match dirs.as_slice() {
+        [] => models::results::default_root(),
+        [d] => d.into(),
+        _ => return Err(tensor::Error::value("report", format!("usage: {usage}"))),
+    };
+    for table in models::results::claims::report(&root)? {
         println!("{}", table.render());
     }
     Ok(())
@@ -154,8 +250,15 @@ fn run(args: &[String]) -> tensor::Result<()> {
         return Ok(());
     }
     if rest.iter().any(|a| a == "--help" || a == "-h") {
-        if name == "merge" {
-            println!("usage: models merge SHARD_DIR... [--out DIR]\n\nEvery folder written by one sweep's `--shard i/n` runs (i = 0 … n-1, each once), all with the same options; writes the tables, metrics.csv and plot.svg an unsharded run would write to OUT/<experiment>/<id>-merged.");
+        let help = match name {
+            "merge" => Some("usage: models merge SHARD_DIR... [--out DIR]\n\nEvery folder written by one sweep's `--shard i/n` runs (i = 0 … n-1, each once), all with the same options and build — or the sweep's folder, searched two levels down; writes the tables, metrics.csv, plot.svg and evidence.txt an unsharded run would write to OUT/<experiment>/<id>-merged, whose manifest names the shards."),
+            "resume" => Some("usage: models resume SHARD_DIR [--threads N]\n\nA shard killed half-way keeps its finished cells in SHARD_DIR/cells.partial; this runs the rest, with the same experiment, options and build, in the same folder, then writes its cells.txt."),
+            "keep" => Some("usage: models keep RUN_DIR [--as SETTING] [--results DIR]\n\nCopies a finished whole or merged run (clean tree) into RESULTS/<experiment>/<SETTING> (default: results/ and the run's quick or full): manifest, tables, evidence, figures and metrics thinned to at most 200 points per curve; never overwrites an entry; refreshes RESULTS/README.md."),
+            "report" => Some("usage: models report [RESULTS_DIR]\n\nReads every entry of results/ (refusing one whose manifest is missing, of another experiment, from a dirty tree, unfinished, or a lone shard), recomputes every comparison's verdict and prints the claims table."),
+            _ => None,
+        };
+        if let Some(help) = help {
+            println!("{help}");
             return Ok(());
         }
         match name {
@@ -164,8 +267,12 @@ fn run(args: &[String]) -> tensor::Result<()> {
         }
         return Ok(());
     }
-    if name == "merge" {
-        return merge(rest);
+    match name {
+        "merge" => return merge(rest),
+        "resume" => return resume(rest),
+        "keep" => return keep(rest),
+        "report" => return report(rest),
+        _ => {}
     }
     let cfg = RunConfig::parse(rest)?;
     let mut pool = rayon::ThreadPoolBuilder::new();

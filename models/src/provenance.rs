@@ -27,6 +27,8 @@ pub struct Provenance {
     pub kernel_path: &'static str,
     /// Worker threads of the current pool.
     pub threads: usize,
+    /// The machine: the CPU's model name and the logical CPUs the process may use.
+    pub machine: String,
 }
 
 impl Provenance {
@@ -41,6 +43,7 @@ impl Provenance {
             cpu_features: tensor::kernels::cpu_features(),
             kernel_path: tensor::kernels::kernel_path(),
             threads: rayon::current_num_threads(),
+            machine: machine(),
         }
     }
 
@@ -60,6 +63,7 @@ impl Provenance {
             ("cpu features", features),
             (KERNEL_PATH, self.kernel_path.to_string()),
             ("threads", self.threads.to_string()),
+            ("machine", self.machine.clone()),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
@@ -73,6 +77,22 @@ impl Provenance {
             self.version, self.commit, self.tree, self.rustc, self.target, self.kernel_path
         )
     }
+}
+
+/// The CPU's model name (from /proc/cpuinfo where there is one) and the logical
+/// CPUs available, e.g. "Intel(R) Xeon(R) CPU @ 2.60GHz, 2 logical CPUs".
+fn machine() -> String {
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| format!("unknown {} CPU", std::env::consts::ARCH));
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{model}, {cpus} logical CPUs")
 }
 
 /// The key under which the kernel path is recorded (trace-diff compares it).
@@ -171,11 +191,58 @@ impl Manifest {
             "wall time".into(),
             format!("{:.1} s", self.clock.elapsed().as_secs_f64()),
         ));
+        lines.extend(cfg.notes.iter().cloned());
         lines.push(("outcome".into(), outcome.replace('\n', " ")));
         for (k, v) in lines {
             text.push_str(&format!("{k}: {v}\n"));
         }
         let path = dir.join("manifest.txt");
         std::fs::write(&path, text).map_err(|e| Error::io(path.display().to_string(), &e))
+    }
+}
+
+/// A `manifest.txt` read back: its `key: value` lines, in order.
+#[derive(Clone, Debug)]
+pub struct ManifestFile {
+    /// Where it was read from.
+    pub path: std::path::PathBuf,
+    /// Its lines.
+    pub lines: Vec<(String, String)>,
+}
+
+impl ManifestFile {
+    /// Reads `DIR/manifest.txt`.
+    pub fn read(dir: &Path) -> Result<ManifestFile> {
+        let path = dir.join("manifest.txt");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| Error::io(path.display().to_string(), &e))?;
+        let lines = text
+            .lines()
+            .map(|l| {
+                l.split_once(": ")
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .ok_or_else(|| {
+                        Error::value(
+                            "manifest",
+                            format!("{}: '{l}' is not a 'key: value' line", path.display()),
+                        )
+                    })
+            })
+            .collect::<Result<_>>()?;
+        Ok(ManifestFile { path, lines })
+    }
+
+    /// The value of `key`, or an error naming the manifest that lacks it.
+    pub fn get(&self, key: &str) -> Result<&str> {
+        self.lines
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .ok_or_else(|| {
+                Error::value(
+                    "manifest",
+                    format!("{} has no '{key}' line", self.path.display()),
+                )
+            })
     }
 }

@@ -9,15 +9,17 @@ pub mod images;
 pub mod lift;
 pub mod llqr_sam;
 pub mod seq2seq;
+mod sharding;
 pub mod vit;
 
 use crate::cli::RunConfig;
 use crate::provenance::{run_description, Manifest};
 use crate::report::Table;
-use crate::sweep::{self, ShardFile, Sweep};
-use std::path::{Path, PathBuf};
+use crate::sweep::Sweep;
 use std::sync::Arc;
 use tensor::Result;
+
+pub use sharding::{merge, resume};
 
 /// A registered experiment.
 pub struct Experiment {
@@ -257,12 +259,18 @@ pub fn run_experiment(e: &Experiment, cfg: &RunConfig) -> Result<Vec<Table>> {
     }
     let manifest = Manifest::start();
     let cfg = cfg.prepare_run_dir(e.name)?;
-    let out = (e.run)(&cfg).and_then(|tables| finish_sweep(e, &cfg, tables));
+    if let (Some(sweep), Some(dir)) = (&cfg.sweep, cfg.prepared_dir()) {
+        sweep.keep_journal(&dir.path, e.name, &cfg.options)?;
+    }
+    let out = (e.run)(&cfg).and_then(|tables| sharding::finish_sweep(e, &cfg, tables));
     let Some(dir) = cfg.prepared_dir() else {
         return out;
     };
     match &out {
-        Ok(_) => manifest.write(&dir.path, e.name, e.options, &cfg, "completed")?,
+        Ok(tables) => {
+            dir.write_evidence(tables)?;
+            manifest.write(&dir.path, e.name, e.options, &cfg, "completed")?
+        }
         Err(err) => {
             // Succeeds only on an empty folder: partial results are kept, with
             // the manifest saying how the run ended.
@@ -284,65 +292,6 @@ fn names_where(has: impl Fn(&Experiment) -> bool) -> String {
         .map(|e| e.name)
         .collect();
     names.join(", ")
-}
-
-/// After a sharded run: writes the shard's cells to `cells.txt` and returns no
-/// tables (its tables hold placeholders). After a merge: checks that every recorded
-/// cell was used.
-fn finish_sweep(e: &Experiment, cfg: &RunConfig, tables: Vec<Table>) -> Result<Vec<Table>> {
-    let (Some(sweep), Some(dir)) = (&cfg.sweep, cfg.prepared_dir()) else {
-        return Ok(tables);
-    };
-    let Some(shard) = cfg.shard.filter(|_| sweep.is_shard()) else {
-        sweep.check_replayed()?;
-        return Ok(tables);
-    };
-    let (total, cells) = sweep.finish();
-    let file = ShardFile {
-        experiment: e.name.to_string(),
-        options: cfg.options.clone(),
-        shard,
-        total,
-        cells,
-    };
-    let path = dir.path.join("cells.txt");
-    std::fs::write(&path, file.to_text())
-        .map_err(|err| tensor::Error::io(path.display().to_string(), &err))?;
-    eprintln!(
-        "{}: shard {}/{} ran {} of the {total} cells; `models merge` its folder with the other shards' for the tables: {}",
-        e.name,
-        shard.index,
-        shard.count,
-        file.cells.len(),
-        dir.path.display()
-    );
-    Ok(Vec::new())
-}
-
-/// `models merge DIR...`: checks that the folders are every shard of one sweep, then
-/// runs the experiment with every cell replayed from them, writing the tables,
-/// `metrics.csv` and `plot.svg` an unsharded run would write to a new `-merged`
-/// folder under `--out` (default `runs`). Returns the tables.
-pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Vec<Table>> {
-    let files = dirs
-        .iter()
-        .map(|d| Ok((d.display().to_string(), ShardFile::read(d)?)))
-        .collect::<Result<Vec<_>>>()?;
-    let (name, options, cells) = sweep::gather(&files)?;
-    let e = registry()
-        .into_iter()
-        .find(|e| e.name == name)
-        .ok_or_else(|| {
-            tensor::Error::value(
-                "merge",
-                format!("the shards ran '{name}', which this build does not have"),
-            )
-        })?;
-    let mut cfg = RunConfig::parse(&options)?;
-    cfg.out = out.to_path_buf();
-    cfg.quiet = true;
-    cfg.sweep = Some(Arc::new(Sweep::replay(cells)));
-    run_experiment(&e, &cfg)
 }
 
 /// Runs the quick setting of every demo experiment, one after another, then prints
@@ -381,7 +330,16 @@ pub fn demo(cfg: &RunConfig) -> Result<Vec<Table>> {
         tables.extend(t);
     }
     let evidence: Vec<_> = tables.iter().flat_map(|t| t.evidence.clone()).collect();
-    let summary = crate::report::evidence::summary(&evidence);
+    // The committed full-setting verdicts beside the quick run's; a results/
+    // that cannot be read is said, not fatal to the demo.
+    let kept = match crate::results::entries(&crate::results::default_root()) {
+        Ok(entries) => Some(crate::results::claims::tallies(&entries)),
+        Err(e) => {
+            eprintln!("demo: the verdicts from results/ are not shown: {e}");
+            None
+        }
+    };
+    let summary = crate::report::evidence::summary(&evidence, kept.as_deref());
     for table in &summary {
         println!("{}", table.render());
     }

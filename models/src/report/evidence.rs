@@ -19,6 +19,20 @@ impl Claim {
     /// Every claim, in the summary's order.
     pub const ALL: [Claim; 3] = [Claim::ClosedForm, Claim::LlqrSam, Claim::Lift];
 
+    /// Its short name, as evidence files and `models report` write it.
+    pub fn key(self) -> &'static str {
+        match self {
+            Claim::ClosedForm => "closed-form",
+            Claim::LlqrSam => "llqr-sam",
+            Claim::Lift => "lift",
+        }
+    }
+
+    /// The claim whose [`Claim::key`] is `key`.
+    pub fn from_key(key: &str) -> Option<Claim> {
+        Claim::ALL.into_iter().find(|c| c.key() == key)
+    }
+
     /// The method's name.
     pub fn method(self) -> &'static str {
         match self {
@@ -75,7 +89,7 @@ pub struct Evidence {
     /// Set when the method's mechanism did not act in these runs (e.g. U ≈ I, so
     /// LLQR+SAM is SAM by construction): the reason; the comparison then tests
     /// nothing, whatever its t.
-    pub idle: Option<&'static str>,
+    pub idle: Option<String>,
 }
 
 /// The outcome of one comparison under [`Evidence::verdict`]'s rule.
@@ -86,7 +100,7 @@ pub enum Verdict {
     /// The method is worse by at least two standard errors.
     DoesNotHold,
     /// Neither, or too few seeds to say: the reason.
-    CannotTell(&'static str),
+    CannotTell(String),
 }
 
 impl Verdict {
@@ -152,17 +166,17 @@ impl Evidence {
 
     /// The verdict under [`RULE`].
     pub fn verdict(&self) -> Verdict {
-        if let Some(why) = self.idle {
-            return Verdict::CannotTell(why);
+        if let Some(why) = &self.idle {
+            return Verdict::CannotTell(why.clone());
         }
         match self.t() {
             None if self.method.1.len() < 2 || self.baseline.1.len() < 2 => {
-                Verdict::CannotTell("fewer than 2 seeds")
+                Verdict::CannotTell("fewer than 2 seeds".into())
             }
-            None => Verdict::CannotTell("a non-finite value"),
+            None => Verdict::CannotTell("a non-finite value".into()),
             Some(t) if t >= 2.0 => Verdict::Holds,
             Some(t) if t <= -2.0 => Verdict::DoesNotHold,
-            Some(_) => Verdict::CannotTell("within 2 standard errors"),
+            Some(_) => Verdict::CannotTell("within 2 standard errors".into()),
         }
     }
 }
@@ -177,29 +191,109 @@ fn mean_cell(v: &[f64]) -> String {
     }
 }
 
+/// One claim's comparisons counted, with the overall verdict.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tally {
+    /// The claim.
+    pub claim: Claim,
+    /// Comparisons that test it.
+    pub comparisons: usize,
+    /// How many hold.
+    pub hold: usize,
+    /// How many do not hold.
+    pub fail: usize,
+    /// The overall verdict (see [`OVERALL_RULE`]).
+    pub verdict: &'static str,
+}
+
+/// How the comparisons of a claim make its overall verdict.
+pub const OVERALL_RULE: &str = "mixed where some comparisons hold and some fail; holds where more than half hold (none failing); does not hold where more than half fail (none holding); cannot tell at this scale otherwise";
+
+/// Counts each claim's comparisons in `evidence` and gives its overall verdict —
+/// mixed where some comparisons hold and some fail, holds where more than half hold
+/// (and none fails), does not hold where more than half fail (and none holds),
+/// cannot tell at this scale otherwise (a lone comparison past two standard errors
+/// among many undecided ones is what chance gives).
+pub fn tally<'a>(evidence: impl IntoIterator<Item = &'a Evidence> + Clone) -> Vec<Tally> {
+    Claim::ALL
+        .into_iter()
+        .map(|claim| {
+            let (mut n, mut hold, mut fail) = (0, 0, 0);
+            for e in evidence.clone().into_iter().filter(|e| e.claim == claim) {
+                n += 1;
+                match e.verdict() {
+                    Verdict::Holds => hold += 1,
+                    Verdict::DoesNotHold => fail += 1,
+                    Verdict::CannotTell(_) => {}
+                }
+            }
+            let verdict = if n == 0 {
+                "not tested"
+            } else if hold > 0 && fail > 0 {
+                "mixed"
+            } else if 2 * hold > n {
+                "holds"
+            } else if 2 * fail > n {
+                "does not hold"
+            } else {
+                "cannot tell at this scale"
+            };
+            Tally {
+                claim,
+                comparisons: n,
+                hold,
+                fail,
+                verdict,
+            }
+        })
+        .collect()
+}
+
+/// The columns of [`comparison_row`].
+pub const COMPARISON_HEADERS: [&str; 9] = [
+    "method",
+    "setting",
+    "metric",
+    "method arm",
+    "baseline arm",
+    "method",
+    "baseline",
+    "t",
+    "verdict",
+];
+
+/// One comparison as a table row: the claim's method, the setting and metric, the
+/// arms, their mean ± std over seeds, t and the verdict.
+pub fn comparison_row(e: &Evidence) -> Vec<String> {
+    vec![
+        e.claim.method().into(),
+        e.setting.clone(),
+        e.metric.clone(),
+        e.method.0.clone(),
+        e.baseline.0.clone(),
+        mean_cell(&e.method.1),
+        mean_cell(&e.baseline.1),
+        e.t().map_or("—".into(), |t| format!("{t:.1}")),
+        e.verdict().cell(),
+    ]
+}
+
 /// The demo's closing tables: every comparison with its verdict, then one line per
-/// claim counting them, with an overall verdict — mixed where some comparisons hold
-/// and some fail, holds where more than half hold (and none fails), does not hold
-/// where more than half fail (and none holds), cannot tell at this scale otherwise
-/// (a lone comparison past two standard errors among many undecided ones is what
-/// chance gives).
-pub fn summary(evidence: &[Evidence]) -> Vec<Table> {
+/// claim counting them, with an overall verdict by [`tally`], beside the verdict
+/// `models report` gives from the committed full-setting runs (`kept`; `None`
+/// when they could not be read).
+pub fn summary(evidence: &[Evidence], kept: Option<&[Tally]>) -> Vec<Table> {
     let mut rows = Table::new(
         &format!("demo summary — every comparison that tests a claim, from this run's numbers; rule: {RULE}"),
-        &[
-            "method",
-            "setting",
-            "metric",
-            "method arm",
-            "baseline arm",
-            "method",
-            "baseline",
-            "t",
-            "verdict",
-        ],
+        &COMPARISON_HEADERS,
     );
+    for claim in Claim::ALL {
+        for e in evidence.iter().filter(|e| e.claim == claim) {
+            rows.row(comparison_row(e));
+        }
+    }
     let mut claims = Table::new(
-        "demo summary — the claims: mixed where some comparisons hold and some fail; holds where more than half hold (none failing); does not hold where more than half fail (none holding); cannot tell at this scale otherwise",
+        &format!("demo summary — the claims: {OVERALL_RULE}; the last column is `models report`'s verdict from the full-setting runs in results/"),
         &[
             "method",
             "the paper's claim",
@@ -207,51 +301,25 @@ pub fn summary(evidence: &[Evidence]) -> Vec<Table> {
             "hold",
             "do not hold",
             "cannot tell",
-            "verdict",
+            "verdict (this quick run)",
+            "verdict (results/)",
         ],
     );
-    for claim in Claim::ALL {
-        let mine: Vec<&Evidence> = evidence.iter().filter(|e| e.claim == claim).collect();
-        let (mut hold, mut fail) = (0, 0);
-        for e in &mine {
-            let v = e.verdict();
-            match v {
-                Verdict::Holds => hold += 1,
-                Verdict::DoesNotHold => fail += 1,
-                Verdict::CannotTell(_) => {}
-            }
-            rows.row(vec![
-                claim.method().into(),
-                e.setting.clone(),
-                e.metric.clone(),
-                e.method.0.clone(),
-                e.baseline.0.clone(),
-                mean_cell(&e.method.1),
-                mean_cell(&e.baseline.1),
-                e.t().map_or("—".into(), |t| format!("{t:.1}")),
-                v.cell(),
-            ]);
-        }
-        let n = mine.len();
-        let overall = if n == 0 {
-            "not tested in this run"
-        } else if hold > 0 && fail > 0 {
-            "mixed"
-        } else if 2 * hold > n {
-            "holds"
-        } else if 2 * fail > n {
-            "does not hold"
-        } else {
-            "cannot tell at this scale"
-        };
+    for t in tally(evidence) {
+        let from_results = kept
+            .and_then(|k| k.iter().find(|k| k.claim == t.claim))
+            .map_or("— (results/ not read)".to_string(), |k| {
+                format!("{} ({} comparisons)", k.verdict, k.comparisons)
+            });
         claims.row(vec![
-            claim.method().into(),
-            claim.statement().into(),
-            mine.len().to_string(),
-            hold.to_string(),
-            fail.to_string(),
-            (mine.len() - hold - fail).to_string(),
-            overall.into(),
+            t.claim.method().into(),
+            t.claim.statement().into(),
+            t.comparisons.to_string(),
+            t.hold.to_string(),
+            t.fail.to_string(),
+            (t.comparisons - t.hold - t.fail).to_string(),
+            t.verdict.into(),
+            from_results,
         ]);
     }
     vec![rows, claims]
@@ -301,12 +369,12 @@ mod tests {
         assert_eq!(flipped.verdict(), Verdict::DoesNotHold);
         // A mechanism that did not act makes the comparison test nothing.
         let idle = Evidence {
-            idle: Some("U ≈ I here: LLQR+SAM reduces to SAM"),
+            idle: Some("U ≈ I here: LLQR+SAM reduces to SAM".into()),
             ..paired.clone()
         };
         assert_eq!(
             idle.verdict(),
-            Verdict::CannotTell("U ≈ I here: LLQR+SAM reduces to SAM")
+            Verdict::CannotTell("U ≈ I here: LLQR+SAM reduces to SAM".into())
         );
         // Unequal lengths cannot be paired: Welch's test applies.
         let uneven = Evidence {
@@ -338,7 +406,7 @@ mod tests {
         // One seed: cannot tell, whatever the gap.
         assert_eq!(
             ev(Better::Lower, &[0.0], &[9.0]).verdict(),
-            Verdict::CannotTell("fewer than 2 seeds")
+            Verdict::CannotTell("fewer than 2 seeds".into())
         );
         // No spread: a strict difference decides, a tie does not.
         assert_eq!(
@@ -349,27 +417,27 @@ mod tests {
             ev(Better::Lower, &[1.0, 1.0], &[1.0, 1.0]).verdict(),
             Verdict::CannotTell(_)
         ));
-        assert!(matches!(
+        assert_eq!(
             ev(Better::Lower, &[1.0, f64::NAN], &[2.0, 2.0]).verdict(),
-            Verdict::CannotTell("a non-finite value")
-        ));
+            Verdict::CannotTell("a non-finite value".into())
+        );
     }
 
     #[test]
     fn the_summary_counts_and_combines_the_verdicts() {
         let holds = ev(Better::Lower, &[1.0, 1.1], &[2.0, 2.1]);
         let fails = ev(Better::Higher, &[1.0, 1.1], &[2.0, 2.1]);
-        let t = summary(&[holds.clone(), fails]);
+        let t = summary(&[holds.clone(), fails], None);
         let claims = &t[1];
         let lift = claims.rows.iter().find(|r| r[0] == "lift (ICNN)").unwrap();
-        assert_eq!(lift[2..], ["2", "1", "1", "0", "mixed"].map(String::from));
+        assert_eq!(lift[2..7], ["2", "1", "1", "0", "mixed"].map(String::from));
         assert_eq!(t[0].rows.len(), 2);
-        let t = summary(std::slice::from_ref(&holds));
+        let t = summary(std::slice::from_ref(&holds), None);
         let lift = t[1].rows.iter().find(|r| r[0] == "lift (ICNN)").unwrap();
         assert_eq!(lift[6], "holds");
         // One comparison past two standard errors among three: not a majority.
         let tie = ev(Better::Lower, &[1.0, 1.1], &[1.0, 1.1]);
-        let t = summary(&[holds, tie.clone(), tie]);
+        let t = summary(&[holds, tie.clone(), tie], None);
         let lift = t[1].rows.iter().find(|r| r[0] == "lift (ICNN)").unwrap();
         assert_eq!(lift[6], "cannot tell at this scale");
         let cf = t[1]
@@ -377,6 +445,7 @@ mod tests {
             .iter()
             .find(|r| r[0].starts_with("closed"))
             .unwrap();
-        assert_eq!(cf[6], "not tested in this run");
+        assert_eq!(cf[6], "not tested");
+        assert_eq!(cf[7], "— (results/ not read)");
     }
 }

@@ -1,7 +1,9 @@
 //! What every run leaves behind: `metrics.csv` (the curves, long format),
-//! `plot.svg`, `model.safetensors`, `table.txt`, and the final table on stdout.
+//! `plot.svg`, `model.safetensors`, `table.txt`, `evidence.txt` (the comparisons
+//! that test a claim) and the final table on stdout.
 
 pub mod evidence;
+pub mod evidence_file;
 pub mod heatmap;
 pub mod progress;
 pub mod svg;
@@ -373,6 +375,16 @@ impl RunDir {
         }
         let text: Vec<String> = tables.iter().map(Table::render).collect();
         self.write("table.txt", &text.join("\n"))
+    }
+
+    /// Writes evidence.txt: every comparison the tables make, with its values
+    /// (nothing in a shard's folder, or when the tables make none).
+    pub fn write_evidence(&self, tables: &[Table]) -> Result<()> {
+        let evidence: Vec<_> = tables.iter().flat_map(|t| t.evidence.clone()).collect();
+        if self.role == Role::Shard || evidence.is_empty() {
+            return Ok(());
+        }
+        self.write("evidence.txt", &evidence_file::to_text(&evidence)?)
     }
 
     /// Writes model.safetensors (not in a merged folder: each shard folder holds the

@@ -128,7 +128,10 @@ fn fno_burgers_chooses_lambda_and_beta_on_validation() {
         assert_eq!(e.setting, "fno-burgers, batch 1");
         assert!(e.method.0.ends_with("proximal head"), "{}", e.method.0);
         assert_eq!((e.method.1.len(), e.baseline.1.len()), (1, 1));
-        assert_eq!(e.verdict(), Verdict::CannotTell("fewer than 2 seeds"));
+        assert_eq!(
+            e.verdict(),
+            Verdict::CannotTell("fewer than 2 seeds".into())
+        );
     }
     let bad = config(&["--train", "4", "--batches", "8"], &dir);
     assert!(fno_burgers::run(&bad).is_err());
@@ -282,14 +285,14 @@ fn lift_flow_2d_reads_sigma_for_the_five_cells() {
     assert!(ev
         .iter()
         .all(|e| e.claim == Claim::Lift && e.method.0 == "lift"));
-    let summary = summary(ev);
+    let summary = summary(ev, None);
     let lift = summary[1]
         .rows
         .iter()
         .find(|r| r[0] == "lift (ICNN)")
         .unwrap();
     assert_eq!(
-        lift[2..],
+        lift[2..7],
         ["2", "0", "0", "2", "cannot tell at this scale"].map(String::from)
     );
     for bad in [["--layers", "0"], ["--convention", "nope"]] {

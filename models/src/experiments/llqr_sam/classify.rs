@@ -585,7 +585,7 @@ fn evidence(levels: &[f64], accuracies: &[ArmAccuracies]) -> Vec<Evidence> {
                     method: (llqr.name(), mine[k].clone()),
                     baseline: (baseline.name(), theirs[k].clone()),
                     paired: true,
-                    idle: idle.then_some("U ≈ I here: LLQR+SAM reduces to SAM"),
+                    idle: idle.then(|| "U ≈ I here: LLQR+SAM reduces to SAM".to_string()),
                 });
             }
         }

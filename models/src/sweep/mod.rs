@@ -9,9 +9,15 @@
 //! placeholder (every field NaN) for the cells it does not own, so it writes no
 //! table of its own.
 
+pub mod journal;
+mod shard_file;
+
+pub use journal::Journal;
+pub use shard_file::{gather, ShardFile};
+
 use crate::report::{Metrics, Row};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use tensor::{Error, Result};
 
@@ -159,7 +165,7 @@ pub struct Recorded {
 }
 
 enum Mode {
-    Shard(Shard),
+    Shard { shard: Shard, prior: Vec<Recorded> },
     Replay(Vec<Recorded>),
 }
 
@@ -167,12 +173,14 @@ enum Mode {
 pub struct Sweep {
     mode: Mode,
     state: Mutex<(usize, Vec<Recorded>)>,
+    /// The shard folder whose journal each finished cell is appended to.
+    journal: Mutex<Option<PathBuf>>,
 }
 
 impl std::fmt::Debug for Sweep {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self.mode {
-            Mode::Shard(_) => "Sweep::Shard",
+            Mode::Shard { .. } => "Sweep::Shard",
             Mode::Replay(_) => "Sweep::Replay",
         })
     }
@@ -181,9 +189,16 @@ impl std::fmt::Debug for Sweep {
 impl Sweep {
     /// A sweep that runs the cells `shard` owns and records them.
     pub fn shard(shard: Shard) -> Self {
+        Sweep::resumed(shard, Vec::new())
+    }
+
+    /// A shard that resumes: the cells in `prior` (from its journal) are given
+    /// back as recorded, the others it owns are computed.
+    pub fn resumed(shard: Shard, prior: Vec<Recorded>) -> Self {
         Sweep {
-            mode: Mode::Shard(shard),
+            mode: Mode::Shard { shard, prior },
             state: Mutex::new((0, Vec::new())),
+            journal: Mutex::new(None),
         }
     }
 
@@ -193,12 +208,39 @@ impl Sweep {
         Sweep {
             mode: Mode::Replay(cells),
             state: Mutex::new((0, Vec::new())),
+            journal: Mutex::new(None),
+        }
+    }
+
+    /// In a shard: writes the journal `dir/cells.partial` (its header and the cells
+    /// resumed from), and appends every cell finished from now on to it.
+    pub fn keep_journal(&self, dir: &Path, experiment: &str, options: &[String]) -> Result<()> {
+        let Mode::Shard { shard, prior } = &self.mode else {
+            return Ok(());
+        };
+        Journal {
+            experiment: experiment.to_string(),
+            options: options.to_vec(),
+            shard: *shard,
+            build: journal::this_build(),
+            cells: prior.clone(),
+        }
+        .write(dir)?;
+        *self.journal.lock().unwrap_or_else(|e| e.into_inner()) = Some(dir.to_path_buf());
+        Ok(())
+    }
+
+    /// The cells a resumed shard took from its journal.
+    pub fn resumed_cells(&self) -> usize {
+        match &self.mode {
+            Mode::Shard { prior, .. } => prior.len(),
+            Mode::Replay(_) => 0,
         }
     }
 
     /// Whether this sweep is a shard (its tables are not the run's).
     pub fn is_shard(&self) -> bool {
-        matches!(self.mode, Mode::Shard(_))
+        matches!(self.mode, Mode::Shard { .. })
     }
 
     /// The next cell, called `key`: computed (when this shard owns it), replayed,
@@ -221,21 +263,35 @@ impl Sweep {
             s.0 - 1
         };
         match &self.mode {
-            Mode::Shard(shard) if !shard.owns(position) => T::from_fields(&Fields::placeholder()),
-            Mode::Shard(_) => {
+            Mode::Shard { shard, .. } if !shard.owns(position) => {
+                T::from_fields(&Fields::placeholder())
+            }
+            Mode::Shard { prior, .. } => {
+                if let Some(rec) = prior.iter().find(|c| c.position == position) {
+                    if rec.key != key {
+                        return Err(Error::value(
+                            "resume",
+                            format!(
+                                "cell {position} is '{key}' here but '{}' in the journal: it was run with other options or another version",
+                                rec.key
+                            ),
+                        ));
+                    }
+                    metrics.rows.extend(rec.rows.iter().cloned());
+                    self.record(rec.clone(), false)?;
+                    return T::from_fields(&rec.fields);
+                }
                 let before = metrics.rows.len();
                 let value = compute(metrics)?;
-                let rec = Recorded {
-                    position,
-                    key: key.to_string(),
-                    fields: value.to_fields(),
-                    rows: metrics.rows[before..].to_vec(),
-                };
-                self.state
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .1
-                    .push(rec);
+                self.record(
+                    Recorded {
+                        position,
+                        key: key.to_string(),
+                        fields: value.to_fields(),
+                        rows: metrics.rows[before..].to_vec(),
+                    },
+                    true,
+                )?;
                 Ok(value)
             }
             Mode::Replay(cells) => {
@@ -258,6 +314,18 @@ impl Sweep {
                 T::from_fields(&rec.fields)
             }
         }
+    }
+
+    /// Keeps a shard's cell, and appends it to the journal when it is `new`.
+    fn record(&self, rec: Recorded, new: bool) -> Result<()> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if new {
+            if let Some(dir) = &*self.journal.lock().unwrap_or_else(|e| e.into_inner()) {
+                journal::append(dir, &rec)?;
+            }
+        }
+        state.1.push(rec);
+        Ok(())
     }
 
     /// Cells walked so far, and the records made (a shard's own cells).
@@ -283,230 +351,6 @@ impl Sweep {
         }
         Ok(())
     }
-}
-
-const MAGIC: &str = "models cells v1";
-
-/// What a shard folder's `cells.txt` holds.
-#[derive(Clone, Debug)]
-pub struct ShardFile {
-    /// The experiment.
-    pub experiment: String,
-    /// The options it ran with, without `--shard`, `--out`, `--threads`, `--quiet`
-    /// and the trace options (which change no result).
-    pub options: Vec<String>,
-    /// Which slice.
-    pub shard: Shard,
-    /// Cells in the whole grid.
-    pub total: usize,
-    /// This slice's cells.
-    pub cells: Vec<Recorded>,
-}
-
-fn bits(v: f64) -> String {
-    format!("{:016x}", v.to_bits())
-}
-
-impl ShardFile {
-    /// The text of `cells.txt`: a header, then per cell its key, its fields and its
-    /// metric points, tab-separated, numbers as the hex of their bits.
-    pub fn to_text(&self) -> String {
-        let mut s = format!(
-            "{MAGIC}\nexperiment\t{}\noptions\t{}\nshard\t{}/{}\ntotal\t{}\n",
-            self.experiment,
-            self.options.join("\t"),
-            self.shard.index,
-            self.shard.count,
-            self.total
-        );
-        for c in &self.cells {
-            s.push_str(&format!("cell\t{}\t{}\n", c.position, c.key));
-            for (k, v) in c.fields.pairs() {
-                s.push_str(&format!("field\t{k}\t{}\n", bits(v)));
-            }
-            for r in &c.rows {
-                s.push_str(&format!(
-                    "row\t{}\t{}\t{}\t{}\n",
-                    r.series,
-                    r.step,
-                    r.metric,
-                    bits(r.value)
-                ));
-            }
-        }
-        s
-    }
-
-    /// Parses `cells.txt` (`origin` names it in errors).
-    pub fn parse(text: &str, origin: &str) -> Result<ShardFile> {
-        let bad = |line: usize, why: &str| {
-            Error::value("merge", format!("{origin}, line {}: {why}", line + 1))
-        };
-        let num = |line: usize, t: &str| -> Result<usize> {
-            t.parse()
-                .map_err(|_| bad(line, &format!("'{t}' is not a count")))
-        };
-        let hex = |line: usize, t: &str| -> Result<f64> {
-            u64::from_str_radix(t, 16)
-                .ok()
-                .filter(|_| t.len() == 16)
-                .map(f64::from_bits)
-                .ok_or_else(|| bad(line, &format!("'{t}' is not 16 hex digits")))
-        };
-        let mut lines = text.lines().enumerate();
-        if lines.next().map(|(_, l)| l) != Some(MAGIC) {
-            return Err(bad(0, "not a cells file (no 'models cells v1' line)"));
-        }
-        let mut header = |name: &str| -> Result<String> {
-            let (i, l) = lines
-                .next()
-                .ok_or_else(|| bad(0, &format!("ends before its '{name}' line")))?;
-            l.strip_prefix(&format!("{name}\t"))
-                .or_else(|| (l == name).then_some(""))
-                .map(str::to_string)
-                .ok_or_else(|| bad(i, &format!("expected the '{name}' line")))
-        };
-        let experiment = header("experiment")?;
-        let options_line = header("options")?;
-        let shard = Shard::parse(&header("shard")?)
-            .map_err(|e| Error::value("merge", format!("{origin}: {e}")))?;
-        let total = num(4, &header("total")?)?;
-        let options = options_line
-            .split('\t')
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect();
-        let mut cells: Vec<Recorded> = Vec::new();
-        let mut fields = Vec::new();
-        let close = |cells: &mut Vec<Recorded>, fields: &mut Vec<(String, f64)>| {
-            if let Some(c) = cells.last_mut() {
-                c.fields = Fields::new(std::mem::take(fields));
-            }
-        };
-        for (i, l) in lines {
-            let parts: Vec<&str> = l.split('\t').collect();
-            match parts.as_slice() {
-                ["cell", pos, key] => {
-                    close(&mut cells, &mut fields);
-                    let position = num(i, pos)?;
-                    if position >= total || !shard.owns(position) {
-                        return Err(bad(
-                            i,
-                            &format!(
-                                "cell {position} is not one of shard {}/{}'s",
-                                shard.index, shard.count
-                            ),
-                        ));
-                    }
-                    if cells.last().is_some_and(|c| c.position >= position) {
-                        return Err(bad(i, "cells out of order"));
-                    }
-                    cells.push(Recorded {
-                        position,
-                        key: key.to_string(),
-                        fields: Fields::default(),
-                        rows: Vec::new(),
-                    });
-                }
-                ["field", name, v] if !cells.is_empty() => {
-                    fields.push((name.to_string(), hex(i, v)?));
-                }
-                ["row", series, step, metric, v] => {
-                    let value = hex(i, v)?;
-                    let step = num(i, step)?;
-                    let c = cells
-                        .last_mut()
-                        .ok_or_else(|| bad(i, "a row before any cell"))?;
-                    c.rows.push(Row {
-                        series: series.to_string(),
-                        step,
-                        metric: metric.to_string(),
-                        value,
-                    });
-                }
-                _ => return Err(bad(i, "not a cell, field or row line")),
-            }
-        }
-        close(&mut cells, &mut fields);
-        let expected = (0..total).filter(|&p| shard.owns(p)).count();
-        if cells.len() != expected {
-            return Err(Error::value(
-                "merge",
-                format!(
-                    "{origin}: shard {}/{} should hold {expected} of the {total} cells but holds {} (an unfinished shard?)",
-                    shard.index,
-                    shard.count,
-                    cells.len()
-                ),
-            ));
-        }
-        Ok(ShardFile {
-            experiment,
-            options,
-            shard,
-            total,
-            cells,
-        })
-    }
-
-    /// Reads `DIR/cells.txt`.
-    pub fn read(dir: &Path) -> Result<ShardFile> {
-        let path = dir.join("cells.txt");
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| Error::io(path.display().to_string(), &e))?;
-        ShardFile::parse(&text, &path.display().to_string())
-    }
-}
-
-/// Checks that `files` are the n shards of one run, each once, and gathers their
-/// cells.
-pub fn gather(files: &[(String, ShardFile)]) -> Result<(String, Vec<String>, Vec<Recorded>)> {
-    let (first_name, first) = files
-        .first()
-        .ok_or_else(|| Error::value("merge", "usage: models merge SHARD_DIR..."))?;
-    let mut seen = vec![None::<&str>; first.shard.count];
-    let mut cells = Vec::new();
-    for (name, f) in files {
-        let differs = |what: &str| {
-            Error::value(
-                "merge",
-                format!("{name} and {first_name} are not shards of one run: their {what} differ"),
-            )
-        };
-        if f.experiment != first.experiment {
-            return Err(differs("experiments"));
-        }
-        if f.options != first.options {
-            return Err(differs("options"));
-        }
-        if f.shard.count != first.shard.count {
-            return Err(differs("shard counts"));
-        }
-        if f.total != first.total {
-            return Err(differs("grid sizes"));
-        }
-        if let Some(other) = seen[f.shard.index].replace(name) {
-            return Err(Error::value(
-                "merge",
-                format!(
-                    "{name} and {other} are both shard {}/{}",
-                    f.shard.index, f.shard.count
-                ),
-            ));
-        }
-        cells.extend(f.cells.iter().cloned());
-    }
-    let missing: Vec<String> = (0..first.shard.count)
-        .filter(|&i| seen[i].is_none())
-        .map(|i| format!("{i}/{}", first.shard.count))
-        .collect();
-    if !missing.is_empty() {
-        return Err(Error::value(
-            "merge",
-            format!("missing shard folders for {}", missing.join(", ")),
-        ));
-    }
-    Ok((first.experiment.clone(), first.options.clone(), cells))
 }
 
 #[cfg(test)]

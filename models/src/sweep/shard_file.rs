@@ -1,0 +1,277 @@
+//! `cells.txt`: the cells one finished shard computed, which `models merge` replays.
+
+use super::{Fields, Recorded, Shard};
+use crate::report::Row;
+use std::path::Path;
+use tensor::{Error, Result};
+
+const MAGIC: &str = "models cells v1";
+
+/// What a shard folder's `cells.txt` holds.
+#[derive(Clone, Debug)]
+pub struct ShardFile {
+    /// The experiment.
+    pub experiment: String,
+    /// The options it ran with, without `--shard`, `--out`, `--threads`, `--quiet`
+    /// and the trace options (which change no result).
+    pub options: Vec<String>,
+    /// Which slice.
+    pub shard: Shard,
+    /// Cells in the whole grid.
+    pub total: usize,
+    /// This slice's cells.
+    pub cells: Vec<Recorded>,
+}
+
+fn bits(v: f64) -> String {
+    format!("{:016x}", v.to_bits())
+}
+
+impl ShardFile {
+    /// The text of `cells.txt`: a header, then per cell its key, its fields and its
+    /// metric points, tab-separated, numbers as the hex of their bits.
+    pub fn to_text(&self) -> String {
+        let mut s = format!(
+            "{MAGIC}\nexperiment\t{}\noptions\t{}\nshard\t{}/{}\ntotal\t{}\n",
+            self.experiment,
+            self.options.join("\t"),
+            self.shard.index,
+            self.shard.count,
+            self.total
+        );
+        for c in &self.cells {
+            write_cell(&mut s, c);
+        }
+        s
+    }
+
+    /// Parses `cells.txt` (`origin` names it in errors).
+    pub fn parse(text: &str, origin: &str) -> Result<ShardFile> {
+        let bad = |line: usize, why: &str| {
+            Error::value("merge", format!("{origin}, line {}: {why}", line + 1))
+        };
+        let num = |line: usize, t: &str| -> Result<usize> {
+            t.parse()
+                .map_err(|_| bad(line, &format!("'{t}' is not a count")))
+        };
+        let mut lines = text.lines().enumerate();
+        if lines.next().map(|(_, l)| l) != Some(MAGIC) {
+            return Err(bad(0, "not a cells file (no 'models cells v1' line)"));
+        }
+        let mut header = |name: &str| header_line(&mut lines, name, origin);
+        let experiment = header("experiment")?;
+        let options_line = header("options")?;
+        let shard = Shard::parse(&header("shard")?)
+            .map_err(|e| Error::value("merge", format!("{origin}: {e}")))?;
+        let total = num(4, &header("total")?)?;
+        let options = options_line
+            .split('\t')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        let rest: Vec<(usize, &str)> = lines.collect();
+        let cells = read_cells(&rest, origin)?;
+        if let Some(c) = cells
+            .iter()
+            .find(|c| c.position >= total || !shard.owns(c.position))
+        {
+            return Err(Error::value(
+                "merge",
+                format!(
+                    "{origin}: cell {} is not one of shard {}/{}'s",
+                    c.position, shard.index, shard.count
+                ),
+            ));
+        }
+        let expected = (0..total).filter(|&p| shard.owns(p)).count();
+        if cells.len() != expected {
+            return Err(Error::value(
+                "merge",
+                format!(
+                    "{origin}: shard {}/{} should hold {expected} of the {total} cells but holds {} (an unfinished shard? `models resume` its folder)",
+                    shard.index,
+                    shard.count,
+                    cells.len()
+                ),
+            ));
+        }
+        Ok(ShardFile {
+            experiment,
+            options,
+            shard,
+            total,
+            cells,
+        })
+    }
+
+    /// Reads `DIR/cells.txt`; a folder holding only a journal is a shard that did
+    /// not finish, and the error says how to resume it.
+    pub fn read(dir: &Path) -> Result<ShardFile> {
+        let path = dir.join("cells.txt");
+        if !path.exists() && dir.join(super::journal::FILE).exists() {
+            return Err(Error::value(
+                "merge",
+                format!(
+                    "{} is a shard that did not finish (it holds {} but no cells.txt): `models resume {}` first",
+                    dir.display(),
+                    super::journal::FILE,
+                    dir.display()
+                ),
+            ));
+        }
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| Error::io(path.display().to_string(), &e))?;
+        ShardFile::parse(&text, &path.display().to_string())
+    }
+}
+
+/// Checks that `files` are the n shards of one run, each once, and gathers their
+/// cells.
+pub fn gather(files: &[(String, ShardFile)]) -> Result<(String, Vec<String>, Vec<Recorded>)> {
+    let (first_name, first) = files
+        .first()
+        .ok_or_else(|| Error::value("merge", "usage: models merge SHARD_DIR..."))?;
+    let mut seen = vec![None::<&str>; first.shard.count];
+    let mut cells = Vec::new();
+    for (name, f) in files {
+        let differs = |what: &str| {
+            Error::value(
+                "merge",
+                format!("{name} and {first_name} are not shards of one run: their {what} differ"),
+            )
+        };
+        if f.experiment != first.experiment {
+            return Err(differs("experiments"));
+        }
+        if f.options != first.options {
+            return Err(differs("options"));
+        }
+        if f.shard.count != first.shard.count {
+            return Err(differs("shard counts"));
+        }
+        if f.total != first.total {
+            return Err(differs("grid sizes"));
+        }
+        if let Some(other) = seen[f.shard.index].replace(name) {
+            return Err(Error::value(
+                "merge",
+                format!(
+                    "{name} and {other} are both shard {}/{}",
+                    f.shard.index, f.shard.count
+                ),
+            ));
+        }
+        cells.extend(f.cells.iter().cloned());
+    }
+    let missing: Vec<String> = (0..first.shard.count)
+        .filter(|&i| seen[i].is_none())
+        .map(|i| format!("{i}/{}", first.shard.count))
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::value(
+            "merge",
+            format!("missing shard folders for {}", missing.join(", ")),
+        ));
+    }
+    Ok((first.experiment.clone(), first.options.clone(), cells))
+}
+
+/// Appends one cell's lines (its key, fields and metric points, numbers as the hex
+/// of their bits) to `s`.
+pub(super) fn write_cell(s: &mut String, c: &Recorded) {
+    s.push_str(&format!("cell\t{}\t{}\n", c.position, c.key));
+    for (k, v) in c.fields.pairs() {
+        s.push_str(&format!("field\t{k}\t{}\n", bits(v)));
+    }
+    for r in &c.rows {
+        s.push_str(&format!(
+            "row\t{}\t{}\t{}\t{}\n",
+            r.series,
+            r.step,
+            r.metric,
+            bits(r.value)
+        ));
+    }
+}
+
+/// Reads cells written by [`write_cell`] from numbered lines (positions strictly
+/// increasing); `origin` names the file in errors.
+pub(super) fn read_cells(lines: &[(usize, &str)], origin: &str) -> Result<Vec<Recorded>> {
+    let bad = |line: usize, why: &str| {
+        Error::value("merge", format!("{origin}, line {}: {why}", line + 1))
+    };
+    let num = |line: usize, t: &str| -> Result<usize> {
+        t.parse()
+            .map_err(|_| bad(line, &format!("'{t}' is not a count")))
+    };
+    let hex = |line: usize, t: &str| -> Result<f64> {
+        u64::from_str_radix(t, 16)
+            .ok()
+            .filter(|_| t.len() == 16)
+            .map(f64::from_bits)
+            .ok_or_else(|| bad(line, &format!("'{t}' is not 16 hex digits")))
+    };
+    let mut cells: Vec<Recorded> = Vec::new();
+    let mut fields = Vec::new();
+    let close = |cells: &mut Vec<Recorded>, fields: &mut Vec<(String, f64)>| {
+        if let Some(c) = cells.last_mut() {
+            c.fields = Fields::new(std::mem::take(fields));
+        }
+    };
+    for &(i, l) in lines {
+        let parts: Vec<&str> = l.split('\t').collect();
+        match parts.as_slice() {
+            ["cell", pos, key] => {
+                close(&mut cells, &mut fields);
+                let position = num(i, pos)?;
+                if cells.last().is_some_and(|c| c.position >= position) {
+                    return Err(bad(i, "cells out of order"));
+                }
+                cells.push(Recorded {
+                    position,
+                    key: key.to_string(),
+                    fields: Fields::default(),
+                    rows: Vec::new(),
+                });
+            }
+            ["field", name, v] if !cells.is_empty() => {
+                fields.push((name.to_string(), hex(i, v)?));
+            }
+            ["row", series, step, metric, v] => {
+                let value = hex(i, v)?;
+                let step = num(i, step)?;
+                let c = cells
+                    .last_mut()
+                    .ok_or_else(|| bad(i, "a row before any cell"))?;
+                c.rows.push(Row {
+                    series: series.to_string(),
+                    step,
+                    metric: metric.to_string(),
+                    value,
+                });
+            }
+            _ => return Err(bad(i, "not a cell, field or row line")),
+        }
+    }
+    close(&mut cells, &mut fields);
+    Ok(cells)
+}
+
+/// Reads the header line `name<TAB>value` (or a bare `name`: an empty value) from
+/// `lines`; `origin` names the file in errors.
+pub(super) fn header_line<'a>(
+    lines: &mut impl Iterator<Item = (usize, &'a str)>,
+    name: &str,
+    origin: &str,
+) -> Result<String> {
+    let bad = |line: usize, why: String| {
+        Error::value("merge", format!("{origin}, line {}: {why}", line + 1))
+    };
+    let (i, l) = lines
+        .next()
+        .ok_or_else(|| bad(0, format!("ends before its '{name}' line")))?;
+    l.strip_prefix(&format!("{name}\t"))
+        .or_else(|| (l == name).then_some(""))
+        .map(str::to_string)
+        .ok_or_else(|| bad(i, format!("expected the '{name}' line")))
+}
