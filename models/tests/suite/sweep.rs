@@ -1,8 +1,10 @@
-//! `--shard i/n` and `models merge`: the merge of a sweep's shards writes the
-//! table, metrics and plot of the unsharded run.
+//! `--shard i/n`, `models merge` and `models resume`: the merge of a sweep's
+//! shards writes the table, metrics, plot and evidence of the unsharded run, and a
+//! killed shard resumes from its finished cells.
 
 use models::cli::RunConfig;
-use models::experiments::{merge, registry, run_experiment};
+use models::experiments::{merge, registry, resume, run_experiment};
+use models::sweep::{Journal, ShardFile};
 use std::path::{Path, PathBuf};
 
 fn args(list: &[&str]) -> Vec<String> {
@@ -109,6 +111,24 @@ fn shards_merge_to_the_whole_run(experiment: &str, options: &[&str]) {
         read(&whole.join("plot.svg")),
         read(&merged.join("plot.svg"))
     );
+    assert_eq!(
+        whole.join("evidence.txt").exists(),
+        merged.join("evidence.txt").exists()
+    );
+    if whole.join("evidence.txt").exists() {
+        assert_eq!(
+            read(&whole.join("evidence.txt")),
+            read(&merged.join("evidence.txt"))
+        );
+    }
+    let manifest = read(&merged.join("manifest.txt"));
+    assert!(
+        manifest.contains("merged from: 3 shards, each completed"),
+        "{manifest}"
+    );
+    // The sweep's folders (each shard's --out) instead of the shard folders.
+    let outs: Vec<PathBuf> = (0..3).map(|i| root.join(format!("shard{i}"))).collect();
+    merge(&outs, &root.join("merged-again")).unwrap();
     // A missing shard, or one from other options, is refused and writes nothing.
     let before = std::fs::read_dir(root.join("merged").join(experiment))
         .unwrap()
@@ -274,4 +294,91 @@ fn experiments_that_do_not_shard_say_so() {
     );
     assert!(!cfg.out.exists(), "no run folder is made");
     assert!(RunConfig::parse(&args(&["--shard", "3/3"])).is_err());
+}
+
+/// A shard killed after its first cell: `resume` keeps that cell as the journal
+/// holds it (a marked value proves it was not recomputed), drops the torn cell
+/// after it, computes the rest, and leaves the cells an uninterrupted shard leaves.
+#[test]
+fn a_killed_shard_resumes_from_its_finished_cells() {
+    let root = std::env::temp_dir().join(format!("sweep-resume-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let options = ["--quick", "--epochs", "2", "--seeds", "3", "--shard", "0/2"];
+    let dir = run("diabetes", &options, &root);
+    let done = ShardFile::read(&dir).unwrap();
+    assert_eq!(done.cells.len(), 3);
+    let err = resume(&dir).unwrap_err().to_string();
+    assert!(err.contains("nothing to resume"), "{err}");
+    // The state a kill during the second cell leaves: a journal with one whole
+    // cell and a torn one, no cells.txt, no manifest.
+    let mut first = done.cells[0].clone();
+    let marked = first
+        .fields
+        .pairs()
+        .into_iter()
+        .map(|(k, v)| (k.clone(), if k.ends_with("test_mse") { 12345.0 } else { v }))
+        .collect();
+    first.fields = models::sweep::Fields::new(marked);
+    let journal = Journal {
+        experiment: done.experiment.clone(),
+        options: done.options.clone(),
+        shard: done.shard,
+        build: models::sweep::journal::this_build(),
+        cells: vec![first],
+    };
+    journal.write(&dir).unwrap();
+    let torn = format!(
+        "{}cell\t2\tsgd/seed1\nfield\t000:test_mse\t40a5",
+        journal.to_text()
+    );
+    std::fs::write(dir.join(models::sweep::journal::FILE), torn).unwrap();
+    std::fs::remove_file(dir.join("cells.txt")).unwrap();
+    std::fs::remove_file(dir.join("manifest.txt")).unwrap();
+    let err = merge(std::slice::from_ref(&dir), &root.join("m"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("did not finish") && err.contains("models resume"),
+        "{err}"
+    );
+    resume(&dir).unwrap();
+    assert!(!dir.join(models::sweep::journal::FILE).exists());
+    let resumed = ShardFile::read(&dir).unwrap();
+    assert_eq!(resumed.total, done.total);
+    let untimed = |c: &models::sweep::Recorded| {
+        let fields: Vec<(String, u64)> = c
+            .fields
+            .pairs()
+            .into_iter()
+            .filter(|(k, _)| !k.ends_with("seconds"))
+            .map(|(k, v)| (k, v.to_bits()))
+            .collect();
+        let rows: Vec<(String, usize, u64)> = c
+            .rows
+            .iter()
+            .map(|r| (r.series.clone(), r.step, r.value.to_bits()))
+            .collect();
+        (c.position, c.key.clone(), fields, rows)
+    };
+    assert_eq!(resumed.cells.len(), 3);
+    assert_eq!(
+        resumed.cells[0].fields.get("000:test_mse").unwrap(),
+        12345.0
+    );
+    for (a, b) in done.cells.iter().zip(&resumed.cells).skip(1) {
+        assert_eq!(untimed(a), untimed(b));
+    }
+    let manifest = read(&dir.join("manifest.txt"));
+    assert!(manifest.contains("resumed: 1 cells"), "{manifest}");
+    // A journal another build wrote is refused.
+    std::fs::remove_file(dir.join("cells.txt")).unwrap();
+    Journal {
+        build: "0123abc (clean tree)".into(),
+        ..journal
+    }
+    .write(&dir)
+    .unwrap();
+    let err = resume(&dir).unwrap_err().to_string();
+    assert!(err.contains("was run by 0123abc"), "{err}");
+    let _ = std::fs::remove_dir_all(&root);
 }
