@@ -78,6 +78,7 @@ impl RunConfig {
     /// Parses `--key value` (or `--key=value`) and flag arguments (everything after the experiment name).
     pub fn parse(args: &[String]) -> Result<Self> {
         let mut cfg = RunConfig::default();
+        let mut given = std::collections::BTreeSet::new();
         let mut i = 0;
         while i < args.len() {
             let arg = args[i].strip_prefix("--").ok_or_else(|| {
@@ -88,6 +89,12 @@ impl RunConfig {
                 Some((k, v)) => (k.to_string(), Some(v.to_string())),
                 None => (arg.to_string(), None),
             };
+            if !given.insert(key.clone()) {
+                return Err(Error::value(
+                    "models",
+                    format!("--{key} is given twice: give each option once"),
+                ));
+            }
             match key.as_str() {
                 "quick" | "quiet" if inline.is_some() => {
                     return Err(Error::value("models", format!("--{key} takes no value")))
@@ -123,13 +130,7 @@ impl RunConfig {
                             }
                             cfg.seeds = Some(n)
                         }
-                        "threads" => {
-                            let n: usize = parse_num(&key, v)?;
-                            if n == 0 {
-                                return Err(Error::value("models", "--threads must be at least 1"));
-                            }
-                            cfg.threads = Some(n)
-                        }
+                        "threads" => cfg.threads = Some(check_threads(parse_num(&key, v)?)?),
                         "out" => cfg.out = PathBuf::from(v),
                         "data" => cfg.data = Some(PathBuf::from(v)),
                         "trace" => cfg.trace = Some(PathBuf::from(v)),
@@ -142,8 +143,13 @@ impl RunConfig {
             }
             i += 1;
         }
+        if cfg.trace_values_step.is_some() && cfg.trace.is_none() {
+            return Err(Error::value(
+                "models",
+                "--trace-values-step keeps values in the audit trace, so it needs --trace FILE",
+            ));
+        }
         cfg.options.sort();
-        cfg.options.dedup();
         Ok(cfg)
     }
 
@@ -311,6 +317,32 @@ impl RunConfig {
             if self.quick { "-quick" } else { "" }
         )
     }
+}
+
+/// The most worker threads a run may start: 8 per logical CPU available, unless
+/// the environment variable `MODELS_MAX_THREADS` says otherwise.
+pub fn max_threads() -> usize {
+    std::env::var("MODELS_MAX_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| 8 * std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// `n` as a worker-thread count: at least 1 and at most [`max_threads`].
+pub fn check_threads(n: usize) -> Result<usize> {
+    let max = max_threads();
+    if n == 0 {
+        return Err(Error::value("models", "--threads must be at least 1"));
+    }
+    if n > max {
+        return Err(Error::value(
+            "models",
+            format!(
+                "--threads {n}: at most {max} (8 per logical CPU available; set MODELS_MAX_THREADS to allow more)"
+            ),
+        ));
+    }
+    Ok(n)
 }
 
 /// `YYYYMMDD-HHMMSS` in UTC (for folder names and manifests; never used as a

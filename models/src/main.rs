@@ -186,13 +186,10 @@ fn resume(args: &[String]) -> tensor::Result<()> {
     };
     let mut pool = rayon::ThreadPoolBuilder::new();
     if let Some(n) = option(&options, "threads") {
-        let n: usize = n.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
-            tensor::Error::value(
-                "resume",
-                format!("--threads expects a count of at least 1, got '{n}'"),
-            )
+        let n: usize = n.parse().map_err(|_| {
+            tensor::Error::value("resume", format!("--threads expects a count, got '{n}'"))
         })?;
-        pool = pool.num_threads(n);
+        pool = pool.num_threads(models::cli::check_threads(n)?);
     }
     let pool = pool.build().map_err(|e| {
         tensor::Error::value("models", format!("cannot start the worker threads: {e}"))
@@ -222,9 +219,8 @@ fn report(args: &[String]) -> tensor::Result<()> {
         [d] => d.into(),
         _ => return Err(tensor::Error::value("report", format!("usage: {usage}"))),
     };
-    for table in models::results::claims::report(&root)? {
-        println!("{}", table.render());
-    }
+    let tables = models::results::claims::report(&root)?;
+    print!("{}", models::results::claims::render(&tables));
     Ok(())
 }
 

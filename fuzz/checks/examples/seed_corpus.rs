@@ -27,6 +27,45 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     e.finish().expect("writing to memory")
 }
 
+/// A finished shard's `cells.txt` and a killed shard's journal (its second cell
+/// torn), from three cells of two metric points each.
+fn cells_seeds() -> tensor::Result<Vec<Vec<u8>>> {
+    use models::report::Metrics;
+    use models::sweep::{Journal, Shard, ShardFile, Sweep};
+    let shard = Shard { index: 1, count: 2 };
+    let sweep = Sweep::shard(shard);
+    let mut metrics = Metrics::default();
+    for k in 0..6 {
+        let key = format!("adam/seed{k}");
+        sweep.cell(&key, &mut metrics, |m| {
+            m.push(&key, 1, "loss", 1.0 / (k + 1) as f64);
+            m.push(&key, 2, "loss", 0.5 / (k + 1) as f64);
+            Ok(vec![("test_mse".to_string(), k as f64 - 0.5)])
+        })?;
+    }
+    let (total, cells) = sweep.finish();
+    let options = vec!["--epochs=2".to_string(), "--quick".to_string()];
+    let file = ShardFile {
+        experiment: "diabetes".into(),
+        options: options.clone(),
+        shard,
+        total,
+        cells: cells.clone(),
+    };
+    let journal = Journal {
+        experiment: "diabetes".into(),
+        options,
+        shard,
+        build: "0123456789abcdef (clean tree)".into(),
+        cells: cells[..1].to_vec(),
+    };
+    let torn = format!(
+        "{}cell\t3\tadam/seed3\t1\t2\nfield\t000:te",
+        journal.to_text()
+    );
+    Ok(vec![file.to_text().into_bytes(), torn.into_bytes()])
+}
+
 fn random(rng: &mut Rng, len: usize) -> Vec<u8> {
     (0..len)
         .map(|_| rng.below(256).expect("256 > 0") as u8)
@@ -89,6 +128,7 @@ fn main() -> tensor::Result<()> {
             ],
         ),
         ("burgers_cache", vec![cache::to_bytes(&generate(&burgers)?)]),
+        ("cells", cells_seeds()?),
         (
             "shapes",
             (0..8).map(|i| random(&mut rng, 8 + 16 * i)).collect(),

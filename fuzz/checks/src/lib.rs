@@ -21,6 +21,7 @@ pub const TARGETS: &[Target] = &[
     ("cifar", readers::cifar),
     ("csv", readers::csv),
     ("burgers_cache", readers::burgers_cache),
+    ("cells", readers::cells),
     ("shapes", shapes::run),
     ("differential", differential::run),
 ];

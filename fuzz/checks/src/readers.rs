@@ -1,5 +1,6 @@
 //! Hostile bytes into every reader: the safetensors checkpoint reader, the MNIST
-//! IDX (plain and gzip-compressed), CIFAR binary and CSV loaders and the Burgers cache. Each must return an
+//! IDX (plain and gzip-compressed), CIFAR binary and CSV loaders, the Burgers cache
+//! and a sweep's cells file and shard journal. Each must return an
 //! error or a value consistent with the bytes — never panic, hang or allocate more
 //! than the input justifies — and what it accepts must survive a write/read round
 //! trip unchanged.
@@ -191,5 +192,20 @@ pub fn burgers_cache(bytes: &[u8]) {
             bytes,
             "the cache does not round-trip"
         );
+    }
+}
+
+/// Arbitrary bytes as a sweep's `cells.txt` and as a shard's journal: what the
+/// cells reader accepts writes back to the same text; the journal reader either
+/// refuses or gives cells its own shard owns.
+pub fn cells(bytes: &[u8]) {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return;
+    };
+    if let Ok(file) = models::sweep::ShardFile::parse(text, "fuzz") {
+        assert_eq!(file.to_text(), text, "cells.txt does not round-trip");
+    }
+    if let Ok(journal) = models::sweep::Journal::parse(text, "fuzz") {
+        assert!(journal.cells.iter().all(|c| journal.shard.owns(c.position)));
     }
 }

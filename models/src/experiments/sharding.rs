@@ -34,9 +34,7 @@ pub(super) fn finish_sweep(
         total,
         cells,
     };
-    let path = dir.path.join("cells.txt");
-    std::fs::write(&path, file.to_text())
-        .map_err(|err| Error::io(path.display().to_string(), &err))?;
+    file.write(&dir.path)?;
     let journal = dir.path.join(journal::FILE);
     std::fs::remove_file(&journal).map_err(|err| Error::io(journal.display().to_string(), &err))?;
     eprintln!(
@@ -150,6 +148,29 @@ fn shard_provenance(dirs: &[PathBuf]) -> Result<Vec<(String, String)>> {
     Ok(notes)
 }
 
+/// The run options a cells file or journal recorded, parsed as the command line is,
+/// refusing any a shard never records (an edited file): `--out`, `--threads`,
+/// `--quiet`, `--shard` and the trace options.
+fn recorded_options(options: &[String], what: &'static str) -> Result<RunConfig> {
+    for o in options {
+        let key = o
+            .strip_prefix("--")
+            .map(|k| k.split('=').next().unwrap_or(k));
+        if matches!(
+            key,
+            None | Some("out" | "threads" | "quiet" | "shard" | "trace" | "trace-values-step")
+        ) {
+            return Err(Error::value(
+                what,
+                format!(
+                    "the recorded options hold '{o}', which no shard records: the file was edited"
+                ),
+            ));
+        }
+    }
+    RunConfig::parse(options)
+}
+
 fn find(name: &str, what: &'static str) -> Result<Experiment> {
     registry()
         .into_iter()
@@ -183,7 +204,7 @@ pub fn merge(paths: &[PathBuf], out: &Path) -> Result<Vec<Table>> {
     let (name, options, cells) = sweep::gather(&files)?;
     let notes = shard_provenance(&dirs)?;
     let e = find(&name, "merge")?;
-    let mut cfg = RunConfig::parse(&options)?;
+    let mut cfg = recorded_options(&options, "merge")?;
     cfg.out = out.to_path_buf();
     cfg.quiet = true;
     cfg.notes = notes;
@@ -211,7 +232,7 @@ pub fn resume(dir: &Path) -> Result<()> {
         eprintln!("resume: warning: the shard was built from a dirty tree, so this build cannot check that the code is the same");
     }
     let e = find(&journal.experiment, "resume")?;
-    let mut cfg = RunConfig::parse(&journal.options)?;
+    let mut cfg = recorded_options(&journal.options, "resume")?;
     cfg.shard = Some(journal.shard);
     cfg.resume_in = Some(dir.to_path_buf());
     cfg.notes = vec![(
@@ -223,4 +244,26 @@ pub fn resume(dir: &Path) -> Result<()> {
     )];
     cfg.sweep = Some(Arc::new(Sweep::resumed(journal.shard, journal.cells)));
     run_experiment(&e, &cfg).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cells file's options are parsed as the command line is, and the options a
+    /// shard never records (an edited file) are refused.
+    #[test]
+    fn edited_recorded_options_are_refused() {
+        let opts = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(recorded_options(&opts(&["--quick", "--epochs=2"]), "merge").is_ok());
+        for bad in [
+            &["--trace=/tmp/x.csv"][..],
+            &["--threads=4"],
+            &["--out=elsewhere"],
+            &["epochs=2"],
+            &["--epochs=3", "--epochs=2"],
+        ] {
+            assert!(recorded_options(&opts(bad), "merge").is_err(), "{bad:?}");
+        }
+    }
 }

@@ -93,3 +93,13 @@ pub fn tables(entries: &[Entry]) -> Vec<Table> {
 pub fn report(root: &Path) -> Result<Vec<Table>> {
     Ok(tables(&entries(root)?))
 }
+
+/// The report as `models report` prints it and the README's claims section holds
+/// it: the tables, one blank line apart.
+pub fn render(tables: &[Table]) -> String {
+    tables
+        .iter()
+        .map(Table::render)
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -10,7 +10,7 @@
 //! table of its own.
 
 pub mod journal;
-mod shard_file;
+pub(crate) mod shard_file;
 
 pub use journal::Journal;
 pub use shard_file::{gather, ShardFile};
@@ -20,6 +20,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use tensor::{Error, Result};
+
+/// The most slices a sweep may be cut into.
+pub const MAX_SHARDS: usize = 1_000_000;
 
 /// `--shard i/n`: the i-th (from 0) of n slices of the grid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +47,9 @@ impl Shard {
         let count: usize = n.trim().parse().map_err(|_| bad("n is not a number"))?;
         if count == 0 {
             return Err(bad("n must be at least 1"));
+        }
+        if count > MAX_SHARDS {
+            return Err(bad(&format!("n is at most {MAX_SHARDS}")));
         }
         if index >= count {
             return Err(bad("i must be below n (shards count from 0)"));
@@ -360,7 +366,7 @@ mod tests {
     #[test]
     fn shard_specs_are_checked() {
         assert_eq!(Shard::parse("2/3").unwrap(), Shard { index: 2, count: 3 });
-        for bad in ["3/3", "1/0", "x/2", "1", "-1/2"] {
+        for bad in ["3/3", "1/0", "x/2", "1", "-1/2", "0/18446744073709551615"] {
             assert!(Shard::parse(bad).is_err(), "{bad}");
         }
     }
@@ -443,22 +449,43 @@ mod tests {
         }
         .to_text();
         assert!(ShardFile::parse(&text, "t").is_ok());
+        let err = |t: &str| ShardFile::parse(t, "t").unwrap_err().to_string();
+        // Cut short, or edited without its checksum: refused whole.
         let lines: Vec<&str> = text.lines().collect();
-        let cut = lines[..lines.len() - 3].join("\n");
-        assert!(ShardFile::parse(&cut, "t")
-            .unwrap_err()
-            .to_string()
-            .contains("should hold"));
-        assert!(ShardFile::parse(
-            &text.replace("field\t000:loss\t", "field\t000:loss\tzz"),
-            "t"
-        )
-        .is_err());
-        assert!(ShardFile::parse(&text.replace("cell\t2\t", "cell\t1\t"), "t").is_err());
-        assert!(ShardFile::parse("hello", "t")
-            .unwrap_err()
-            .to_string()
-            .contains("not a cells file"));
+        assert!(err(&lines[..lines.len() - 3].join("\n")).contains("cut short"));
+        let edited = text.replace("field\t000:loss\t", "field\t000:loss\t1");
+        assert!(err(&edited).contains("checksum does not match"));
+        // Edited and resealed: each record is still checked.
+        let lost_field =
+            shard_file::reseal(&text.replacen("field\t000:loss\t0000000000000000\n", "", 1));
+        assert!(
+            err(&lost_field).contains("announces 1 fields"),
+            "{}",
+            err(&lost_field)
+        );
+        let lost_row =
+            shard_file::reseal(&text.replacen("row\tk0\t1\tloss\t0000000000000000\n", "", 1));
+        assert!(
+            err(&lost_row).contains("1 metric points"),
+            "{}",
+            err(&lost_row)
+        );
+        let repeated = shard_file::reseal(&text.replacen(
+            "field\t000:loss\t0000000000000000\n",
+            "field\t000:loss\t0000000000000000\nfield\t000:loss\t3ff0000000000000\n",
+            1,
+        ));
+        assert!(err(&repeated).contains("repeated"), "{}", err(&repeated));
+        let cell2 = text.find("cell\t2\t").unwrap();
+        let missing_cell = shard_file::reseal(&text[..cell2]);
+        assert!(
+            err(&missing_cell).contains("should hold"),
+            "{}",
+            err(&missing_cell)
+        );
+        let reordered = shard_file::reseal(&text.replace("cell\t2\t", "cell\t0\t"));
+        assert!(err(&reordered).contains("out of order"));
+        assert!(err("hello").contains("not a cells file"));
         // No folders, or a folder without cells.txt (a whole run's, or a merge's).
         assert!(gather(&[]).unwrap_err().to_string().contains("usage"));
         let dir = std::env::temp_dir().join(format!("sweep-no-cells-{}", std::process::id()));

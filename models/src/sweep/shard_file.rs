@@ -5,7 +5,7 @@ use crate::report::Row;
 use std::path::Path;
 use tensor::{Error, Result};
 
-const MAGIC: &str = "models cells v1";
+const MAGIC: &str = "models cells v2";
 
 /// What a shard folder's `cells.txt` holds.
 #[derive(Clone, Debug)]
@@ -42,7 +42,18 @@ impl ShardFile {
         for c in &self.cells {
             write_cell(&mut s, c);
         }
+        let sum = checksum(&s);
+        s.push_str(&format!("checksum\t{sum:016x}\n"));
         s
+    }
+
+    /// Writes `DIR/cells.txt` through a temporary file renamed over it, so a kill
+    /// during the write never leaves half a file.
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        let (path, tmp) = (dir.join("cells.txt"), dir.join("cells.txt.tmp"));
+        std::fs::write(&tmp, self.to_text())
+            .map_err(|e| Error::io(tmp.display().to_string(), &e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| Error::io(path.display().to_string(), &e))
     }
 
     /// Parses `cells.txt` (`origin` names it in errors).
@@ -54,10 +65,31 @@ impl ShardFile {
             t.parse()
                 .map_err(|_| bad(line, &format!("'{t}' is not a count")))
         };
-        let mut lines = text.lines().enumerate();
-        if lines.next().map(|(_, l)| l) != Some(MAGIC) {
-            return Err(bad(0, "not a cells file (no 'models cells v1' line)"));
+        if text.lines().next() != Some(MAGIC) {
+            return Err(bad(0, &format!("not a cells file (no '{MAGIC}' line)")));
         }
+        let body_end = text
+            .rfind("checksum\t")
+            .filter(|&at| at == 0 || text[..at].ends_with('\n'));
+        let Some(body_end) = body_end else {
+            return Err(bad(
+                text.lines().count(),
+                "no checksum line: the file was cut short",
+            ));
+        };
+        let recorded = text[body_end..]
+            .trim_end()
+            .strip_prefix("checksum\t")
+            .and_then(|h| u64::from_str_radix(h, 16).ok());
+        if recorded != Some(checksum(&text[..body_end])) {
+            return Err(Error::value(
+                "merge",
+                format!("{origin}: its checksum does not match its contents (the file was damaged or edited)"),
+            ));
+        }
+        let text = &text[..body_end];
+        let mut lines = text.lines().enumerate();
+        lines.next();
         let mut header = |name: &str| header_line(&mut lines, name, origin);
         let experiment = header("experiment")?;
         let options_line = header("options")?;
@@ -179,8 +211,15 @@ pub fn gather(files: &[(String, ShardFile)]) -> Result<(String, Vec<String>, Vec
 /// Appends one cell's lines (its key, fields and metric points, numbers as the hex
 /// of their bits) to `s`.
 pub(super) fn write_cell(s: &mut String, c: &Recorded) {
-    s.push_str(&format!("cell\t{}\t{}\n", c.position, c.key));
-    for (k, v) in c.fields.pairs() {
+    let fields = c.fields.pairs();
+    s.push_str(&format!(
+        "cell\t{}\t{}\t{}\t{}\n",
+        c.position,
+        c.key,
+        fields.len(),
+        c.rows.len()
+    ));
+    for (k, v) in fields {
         s.push_str(&format!("field\t{k}\t{}\n", bits(v)));
     }
     for r in &c.rows {
@@ -212,17 +251,35 @@ pub(super) fn read_cells(lines: &[(usize, &str)], origin: &str) -> Result<Vec<Re
             .ok_or_else(|| bad(line, &format!("'{t}' is not 16 hex digits")))
     };
     let mut cells: Vec<Recorded> = Vec::new();
-    let mut fields = Vec::new();
-    let close = |cells: &mut Vec<Recorded>, fields: &mut Vec<(String, f64)>| {
+    let mut fields: Vec<(String, f64)> = Vec::new();
+    // The counts the open cell's line announced, and that line's number.
+    let mut announced = (0, 0, 0);
+    let close = |cells: &mut Vec<Recorded>,
+                 fields: &mut Vec<(String, f64)>,
+                 (at, n_fields, n_rows): (usize, usize, usize)|
+     -> Result<()> {
         if let Some(c) = cells.last_mut() {
+            if fields.len() != n_fields || c.rows.len() != n_rows {
+                return Err(bad(
+                    at,
+                    &format!(
+                        "cell {} announces {n_fields} fields and {n_rows} metric points but holds {} and {} (lines were lost)",
+                        c.position,
+                        fields.len(),
+                        c.rows.len()
+                    ),
+                ));
+            }
             c.fields = Fields::new(std::mem::take(fields));
         }
+        Ok(())
     };
     for &(i, l) in lines {
         let parts: Vec<&str> = l.split('\t').collect();
         match parts.as_slice() {
-            ["cell", pos, key] => {
-                close(&mut cells, &mut fields);
+            ["cell", pos, key, n_fields, n_rows] => {
+                close(&mut cells, &mut fields, announced)?;
+                announced = (i, num(i, n_fields)?, num(i, n_rows)?);
                 let position = num(i, pos)?;
                 if cells.last().is_some_and(|c| c.position >= position) {
                     return Err(bad(i, "cells out of order"));
@@ -235,6 +292,9 @@ pub(super) fn read_cells(lines: &[(usize, &str)], origin: &str) -> Result<Vec<Re
                 });
             }
             ["field", name, v] if !cells.is_empty() => {
+                if fields.iter().any(|(n, _)| n == name) {
+                    return Err(bad(i, &format!("the field '{name}' is repeated")));
+                }
                 fields.push((name.to_string(), hex(i, v)?));
             }
             ["row", series, step, metric, v] => {
@@ -253,8 +313,15 @@ pub(super) fn read_cells(lines: &[(usize, &str)], origin: &str) -> Result<Vec<Re
             _ => return Err(bad(i, "not a cell, field or row line")),
         }
     }
-    close(&mut cells, &mut fields);
+    close(&mut cells, &mut fields, announced)?;
     Ok(cells)
+}
+
+/// FNV-1a over the text: the checksum `cells.txt` ends with.
+fn checksum(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 /// Reads the header line `name<TAB>value` (or a bare `name`: an empty value) from
@@ -274,4 +341,16 @@ pub(super) fn header_line<'a>(
         .or_else(|| (l == name).then_some(""))
         .map(str::to_string)
         .ok_or_else(|| bad(i, format!("expected the '{name}' line")))
+}
+
+/// `text` without its checksum line, sealed with a fresh one: what a careful
+/// editor of a cells file would produce (the tests check that each record is
+/// still checked).
+#[cfg(test)]
+pub(crate) fn reseal(text: &str) -> String {
+    let body = match text.rfind("checksum\t") {
+        Some(at) => &text[..at],
+        None => text,
+    };
+    format!("{body}checksum\t{:016x}\n", checksum(body))
 }

@@ -107,6 +107,27 @@ fn options_are_parsed_and_checked() {
     assert!(bad.opt("epochs", 1usize).is_err());
 }
 
+/// An option given twice (whichever value would win, a caption could show the
+/// other), values kept for a trace that is not written, and more worker threads
+/// than the machine could use are refused, each with what was wrong.
+#[test]
+fn ambiguous_or_unbounded_options_are_refused() {
+    let parse = |a: &[&str]| {
+        let args: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+        RunConfig::parse(&args).map_err(|e| e.to_string())
+    };
+    let twice = parse(&["--epochs", "3", "--epochs=2"]).unwrap_err();
+    assert!(twice.contains("--epochs is given twice"), "{twice}");
+    assert!(parse(&["--quick", "--quick"]).is_err());
+    let orphan = parse(&["--trace-values-step", "1"]).unwrap_err();
+    assert!(orphan.contains("needs --trace"), "{orphan}");
+    assert!(parse(&["--trace-values-step", "1", "--trace", "t.csv"]).is_ok());
+    let max = models::cli::max_threads();
+    assert!(parse(&["--threads", &max.to_string()]).is_ok());
+    let many = parse(&["--threads", &(max + 1).to_string()]).unwrap_err();
+    assert!(many.contains("MODELS_MAX_THREADS"), "{many}");
+}
+
 #[test]
 fn digits_reaches_95_percent_with_adam_in_the_quick_setting() {
     let (train, test) = models::data::builtin::digits_split().unwrap();
