@@ -25,7 +25,7 @@ fn usage() -> String {
             "makes results/<experiment>/<setting> from a finished run (default setting: quick or full)",
         ),
         (
-            "report [DIR]",
+            "report [DIR] [--readme FILE]",
             "the claims table from the committed runs in results/ (or DIR), verdicts recomputed",
         ),
         (
@@ -212,15 +212,30 @@ fn keep(args: &[String]) -> tensor::Result<()> {
 
 /// `report [DIR]`: the claims table from results/.
 fn report(args: &[String]) -> tensor::Result<()> {
-    let usage = "models report [RESULTS_DIR]";
-    let (dirs, _) = command_args("report", usage, args, &[])?;
+    let usage = "models report [RESULTS_DIR] [--readme FILE]";
+    let (dirs, options) = command_args("report", usage, args, &["readme"])?;
     let root = match dirs.as_slice() {
         [] => models::results::default_root(),
         [d] => d.into(),
         _ => return Err(tensor::Error::value("report", format!("usage: {usage}"))),
     };
     let tables = models::results::claims::report(&root)?;
-    print!("{}", models::results::claims::render(&tables));
+    let report = models::results::claims::render(&tables);
+    print!("{report}");
+    if let Some(path) = option(&options, "readme") {
+        let io = |e: std::io::Error| tensor::Error::io(path.to_string(), &e);
+        let readme = std::fs::read_to_string(path).map_err(io)?;
+        std::fs::write(
+            path,
+            models::results::claims::with_section(&readme, &report)?,
+        )
+        .map_err(io)?;
+        models::results::index::write(&root)?;
+        eprintln!(
+            "report: the claims section of {path} now holds this report; {} regenerated",
+            root.join("README.md").display()
+        );
+    }
     Ok(())
 }
 
@@ -250,7 +265,7 @@ fn run(args: &[String]) -> tensor::Result<()> {
             "merge" => Some("usage: models merge SHARD_DIR... [--out DIR]\n\nEvery folder written by one sweep's `--shard i/n` runs (i = 0 … n-1, each once), all with the same options and build — or the sweep's folder, searched two levels down; writes the tables, metrics.csv, plot.svg and evidence.txt an unsharded run would write to OUT/<experiment>/<id>-merged, whose manifest names the shards."),
             "resume" => Some("usage: models resume SHARD_DIR [--threads N]\n\nA shard killed half-way keeps its finished cells in SHARD_DIR/cells.partial; this runs the rest, with the same experiment, options and build, in the same folder, then writes its cells.txt."),
             "keep" => Some("usage: models keep RUN_DIR [--as SETTING] [--results DIR]\n\nCopies a finished whole or merged run (clean tree) into RESULTS/<experiment>/<SETTING> (default: results/ and the run's quick or full): manifest, tables, evidence, figures and metrics thinned to at most 200 points per curve; never overwrites an entry; refreshes RESULTS/README.md."),
-            "report" => Some("usage: models report [RESULTS_DIR]\n\nReads every entry of results/ (refusing one whose manifest is missing, of another experiment, from a dirty tree, unfinished, or a lone shard), recomputes every comparison's verdict and prints the claims table."),
+            "report" => Some("usage: models report [RESULTS_DIR] [--readme FILE]\n\nReads every entry of results/ (refusing one whose manifest is missing, of another experiment, from a dirty tree, unfinished, or a lone shard), recomputes every comparison's verdict and prints the claims table; --readme FILE also writes it into FILE's claims section (the top-level README's is tested to equal it) and regenerates RESULTS_DIR/README.md."),
             _ => None,
         };
         if let Some(help) = help {

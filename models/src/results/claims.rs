@@ -8,7 +8,7 @@ use crate::report::evidence::{
 };
 use crate::report::Table;
 use std::path::Path;
-use tensor::Result;
+use tensor::{Error, Result};
 
 /// Each claim's tally over every entry's comparisons.
 pub fn tallies(entries: &[Entry]) -> Vec<Tally> {
@@ -102,4 +102,21 @@ pub fn render(tables: &[Table]) -> String {
         .map(Table::render)
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+const BEGIN: &str = "<!-- claims:begin -->\n```text\n";
+const END: &str = "```\n<!-- claims:end -->";
+
+/// `readme` with its claims section (between `<!-- claims:begin -->` and
+/// `<!-- claims:end -->`, in a text block) replaced by `report`.
+pub fn with_section(readme: &str, report: &str) -> Result<String> {
+    let missing = || {
+        Error::value(
+            "report",
+            "the README has no claims section (<!-- claims:begin --> and <!-- claims:end --> around a ```text block)",
+        )
+    };
+    let start = readme.find(BEGIN).ok_or_else(missing)? + BEGIN.len();
+    let stop = readme[start..].find(END).ok_or_else(missing)? + start;
+    Ok(format!("{}{report}{}", &readme[..start], &readme[stop..]))
 }

@@ -41,7 +41,9 @@ Each entry holds the run's `manifest.txt` (command, options, commit, machine, wa
 `table.txt`, `evidence.txt` (every comparison with its values over seeds), the SVG figures, \
 `metrics.csv` (thinned: `kept.txt` says how) and `kept.txt`. The model weights are not kept.\n\n\
 `cargo run --release -p models -- report` recomputes every verdict from these files and \
-prints the claims table the top-level README shows.\n",
+prints the claims table the top-level README shows. The command lines are as recorded: \
+the program is `target/release/models` (`cargo build --release -p models`) built at the \
+entry's commit; the shard runs of one sweep may run in any order and on any machines.\n",
     );
     for e in entries {
         let get = |k: &str| e.manifest.get(k).unwrap_or("not recorded").to_string();

@@ -145,8 +145,8 @@ pub fn entries(root: &Path) -> Result<Vec<Entry>> {
 pub fn default_root() -> PathBuf {
     let here = PathBuf::from("results");
     if here.is_dir() {
-        here
-    } else {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../results")
+        return here;
     }
+    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results");
+    beside.canonicalize().unwrap_or(beside)
 }

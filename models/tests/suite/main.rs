@@ -11,6 +11,7 @@ mod fno_burgers;
 mod llqr_sam;
 mod loaders;
 mod mixture;
+mod results;
 mod runner;
 mod seq2seq;
 mod sweep;
