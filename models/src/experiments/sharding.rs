@@ -5,7 +5,7 @@
 use super::{registry, run_experiment, Experiment};
 use crate::cli::RunConfig;
 use crate::provenance::ManifestFile;
-use crate::report::Table;
+use crate::report::{subfolders, Table};
 use crate::sweep::{self, journal, Journal, ShardFile, Sweep};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -62,21 +62,16 @@ fn shard_folders(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
             found.push(path.clone());
             continue;
         }
-        let children = |dir: &Path| -> Result<Vec<PathBuf>> {
-            let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-                .map_err(|e| Error::io(dir.display().to_string(), &e))?
-                .filter_map(|entry| entry.ok().map(|e| e.path()))
-                .filter(|p| p.is_dir())
-                .collect();
-            v.sort();
-            Ok(v)
-        };
         let mut here = Vec::new();
-        for child in children(path)? {
+        for child in subfolders(path)? {
             if is_shard_folder(&child) {
                 here.push(child);
             } else {
-                here.extend(children(&child)?.into_iter().filter(|g| is_shard_folder(g)));
+                here.extend(
+                    subfolders(&child)?
+                        .into_iter()
+                        .filter(|g| is_shard_folder(g)),
+                );
             }
         }
         if here.is_empty() {

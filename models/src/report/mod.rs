@@ -283,6 +283,17 @@ pub fn mean_std(values: &[f64], digits: usize) -> String {
     format!("{mean:.digits$} ± {sd:.digits$}")
 }
 
+/// The folders directly inside `dir`, in name order.
+pub fn subfolders(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir.display().to_string(), &e))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
 /// The output directory of a run, created on demand.
 #[derive(Clone, Debug)]
 pub struct RunDir {

@@ -13,7 +13,7 @@ pub mod keep;
 
 use crate::provenance::ManifestFile;
 use crate::report::evidence::Evidence;
-use crate::report::evidence_file;
+use crate::report::{evidence_file, subfolders};
 use std::path::{Path, PathBuf};
 use tensor::{Error, Result};
 
@@ -122,18 +122,9 @@ pub fn check_run(manifest: &ManifestFile, experiment: Option<&str>) -> Result<()
 /// Every entry under `root` (`root/<experiment>/<setting>`), in name order; an
 /// error names the first entry that fails its checks.
 pub fn entries(root: &Path) -> Result<Vec<Entry>> {
-    let dirs = |dir: &Path| -> Result<Vec<PathBuf>> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(|e| Error::io(dir.display().to_string(), &e))?
-            .filter_map(|entry| entry.ok().map(|e| e.path()))
-            .filter(|p| p.is_dir())
-            .collect();
-        v.sort();
-        Ok(v)
-    };
     let mut out = Vec::new();
-    for experiment in dirs(root)? {
-        for setting in dirs(&experiment)? {
+    for experiment in subfolders(root)? {
+        for setting in subfolders(&experiment)? {
             out.push(Entry::read(&setting)?);
         }
     }

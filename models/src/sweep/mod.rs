@@ -175,6 +175,28 @@ enum Mode {
     Replay(Vec<Recorded>),
 }
 
+/// A recorded cell given back where the walk asks for `key`: its metric points
+/// added to `metrics`, its value returned; an error (as `what`, naming `source`)
+/// when the record is another cell's.
+fn given_back<T: CellValue>(
+    rec: &Recorded,
+    key: &str,
+    (what, source): (&'static str, &str),
+    metrics: &mut Metrics,
+) -> Result<T> {
+    if rec.key != key {
+        return Err(Error::value(
+            what,
+            format!(
+                "cell {} is '{key}' here but '{}' in {source}: it was run with other options or another version",
+                rec.position, rec.key
+            ),
+        ));
+    }
+    metrics.rows.extend(rec.rows.iter().cloned());
+    T::from_fields(&rec.fields)
+}
+
 /// The cells of one sharded or merged run.
 pub struct Sweep {
     mode: Mode,
@@ -274,18 +296,9 @@ impl Sweep {
             }
             Mode::Shard { prior, .. } => {
                 if let Some(rec) = prior.iter().find(|c| c.position == position) {
-                    if rec.key != key {
-                        return Err(Error::value(
-                            "resume",
-                            format!(
-                                "cell {position} is '{key}' here but '{}' in the journal: it was run with other options or another version",
-                                rec.key
-                            ),
-                        ));
-                    }
-                    metrics.rows.extend(rec.rows.iter().cloned());
+                    let value = given_back(rec, key, ("resume", "the journal"), metrics)?;
                     self.record(rec.clone(), false)?;
-                    return T::from_fields(&rec.fields);
+                    return Ok(value);
                 }
                 let before = metrics.rows.len();
                 let value = compute(metrics)?;
@@ -307,17 +320,7 @@ impl Sweep {
                         format!("the experiment asks for cell {position} ('{key}') but the shards hold {} cells", cells.len()),
                     )
                 })?;
-                if rec.key != key {
-                    return Err(Error::value(
-                        "merge",
-                        format!(
-                            "cell {position} is '{key}' here but '{}' in the shards: they were run with other options or another version",
-                            rec.key
-                        ),
-                    ));
-                }
-                metrics.rows.extend(rec.rows.iter().cloned());
-                T::from_fields(&rec.fields)
+                given_back(rec, key, ("merge", "the shards"), metrics)
             }
         }
     }
