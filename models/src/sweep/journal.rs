@@ -23,7 +23,7 @@ pub struct Journal {
     pub options: Vec<String>,
     /// Which slice.
     pub shard: Shard,
-    /// The build that ran it ("<commit> (<clean|dirty> tree)"): a resume must run
+    /// The build that ran it (`"<commit> (<clean or dirty> tree)"`): a resume must run
     /// the same code, or its cells would not belong with these.
     pub build: String,
     /// The finished cells, in the grid's order.
