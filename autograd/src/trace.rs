@@ -434,16 +434,36 @@ impl Trace {
         Ok(trace)
     }
 
-    /// Writes the CSV to `path` atomically (a temp file in the same folder, then a
-    /// rename), so an interrupted run never leaves a half trace under that name.
+    /// Writes the CSV to `path` atomically and never over an existing file: the
+    /// CSV goes to a temp file in the same folder, which is then hard-linked to
+    /// `path` (the link fails if `path` exists, unlike a rename) and removed. If
+    /// `path` appeared meanwhile (another run took the name), the error names the
+    /// temp file, which keeps this trace. A file system without hard links gets a
+    /// create-new write instead (still never an overwrite, but not atomic).
     pub fn write(&self, path: &Path) -> Result<()> {
-        let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut tmp_name = path.as_os_str().to_os_string();
+        tmp_name.push(format!(".tmp-{}-{n}", std::process::id()));
+        let tmp = std::path::PathBuf::from(tmp_name);
         let io = |p: &Path, e: std::io::Error| Error::io(p.display().to_string(), &e);
-        std::fs::write(&tmp, self.to_csv()).map_err(|e| io(&tmp, e))?;
-        std::fs::rename(&tmp, path).map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            io(path, e)
-        })
+        let csv = self.to_csv();
+        std::fs::write(&tmp, &csv).map_err(|e| io(&tmp, e))?;
+        match std::fs::hard_link(&tmp, path) {
+            Ok(()) => std::fs::remove_file(&tmp).map_err(|e| io(&tmp, e)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(Error::value(
+                "trace",
+                format!(
+                    "{} exists (a trace never overwrites another); this trace is kept in {}",
+                    path.display(),
+                    tmp.display()
+                ),
+            )),
+            Err(_) => {
+                let _ = std::fs::remove_file(&tmp);
+                write_new(path, csv.as_bytes()).map_err(|e| io(path, e))
+            }
+        }
     }
 
     /// Reads a trace file.
@@ -452,6 +472,16 @@ impl Trace {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(&what, &e))?;
         Trace::from_csv(&text, &what)
     }
+}
+
+/// Writes `bytes` to `path`, which must not exist yet.
+fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?
+        .write_all(bytes)
 }
 
 /// Runs `f` with tracing on and writes the trace, headed by `header`, to `path`

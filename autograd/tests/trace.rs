@@ -280,3 +280,43 @@ fn a_different_op_sequence_is_its_own_finding_and_sampling_keeps_the_chosen_step
     });
     assert_eq!((t.records[0].non_finite, t.records[0].max), (1, 4f64.ln()));
 }
+
+/// A trace never lands over another: of several writers racing for one path,
+/// exactly one publishes it whole, and each other one gets an error naming the
+/// temp file that still holds its own trace.
+#[test]
+fn racing_writers_never_overwrite_a_trace() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let x = Var::leaf(Tensor::from_vec(vec![0.5, -1.0], &[2]).unwrap());
+    let dir = std::env::temp_dir().join(format!("trace-race-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("same.csv");
+    let traces: Vec<Trace> = (0..4)
+        .map(|k| {
+            let mut t = traced(|| {
+                x.exp().unwrap().sum_all().unwrap();
+            });
+            t.header = vec![("writer".into(), k.to_string())];
+            t
+        })
+        .collect();
+    let results: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = traces.iter().map(|t| s.spawn(|| t.write(&path))).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1);
+    let winner = Trace::read(&path).unwrap();
+    let k = results.iter().position(|r| r.is_ok()).unwrap();
+    assert_eq!(winner.header, traces[k].header);
+    for (i, r) in results.iter().enumerate().filter(|(_, r)| r.is_err()) {
+        let e = r.as_ref().unwrap_err().to_string();
+        assert!(e.contains("never overwrites"), "{e}");
+        let kept = e.rsplit("kept in ").next().unwrap();
+        assert_eq!(
+            Trace::read(std::path::Path::new(kept)).unwrap().header,
+            traces[i].header
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

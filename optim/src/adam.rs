@@ -5,7 +5,7 @@ use crate::optimizer::{
     Optimizer, OptimizerState, Update,
 };
 use nn::{Param, ParamGrads};
-use tensor::kernels::{adam_update, AdamSlices, AdamStep};
+use tensor::kernels::{adam_first_non_finite, adam_update, AdamSlices, AdamStep};
 use tensor::{Element, Error, Result, Tensor};
 
 /// Hyper-parameters of [`Adam`].
@@ -109,6 +109,59 @@ impl<T: Element> Adam<T> {
     pub fn steps(&self) -> u64 {
         self.step
     }
+
+    /// Refuses, before the moments are rewritten in place, a step that would
+    /// make a moment or a parameter non-finite: a finite gradient whose square
+    /// overflows (3·10³⁸ in f32) would otherwise set v to ∞ and freeze the
+    /// weight for good, every later step returning Ok. One pass of max |g|
+    /// (and max |x| under coupled decay) per parameter bounds (1 − β₂)·g² well
+    /// below overflow in every practical case; only past that bound is the
+    /// update computed element by element, writing nothing, to find the element.
+    fn refuse_overflow(&self, grads: &ParamGrads<T>, steps: &[AdamStep<T>]) -> Result<()> {
+        let max_abs = |t: &[T]| t.iter().fold(T::zero(), |a, &b| a.max(b.abs()));
+        // √(MAX/4) / √(1 − β₂), in this order: MAX/4/(1 − β₂) itself overflows.
+        let limit = (T::max_value() / T::from_f64(4.0)).sqrt() / (T::one() - steps[0].beta2).sqrt();
+        for (i, (p, g)) in self.params.iter().zip(grads.tensors()).enumerate() {
+            let h = &steps[i];
+            let (x, g) = (p.value().contiguous(), g.contiguous());
+            let (xs, gs) = (
+                x.as_slice().expect("contiguous"),
+                g.as_slice().expect("contiguous"),
+            );
+            let coupled = if h.decoupled {
+                T::zero()
+            } else {
+                h.weight_decay
+            };
+            let vmax = self.v[i].as_ref().map_or(T::zero(), |v| {
+                max_abs(v.contiguous().as_slice().expect("contiguous"))
+            });
+            if max_abs(gs) + coupled * max_abs(xs) <= limit
+                && vmax <= T::max_value() / T::from_f64(2.0)
+            {
+                continue;
+            }
+            let zeros = || Tensor::zeros_like(&x);
+            let m = self.m[i].clone().map_or_else(zeros, |m| m.contiguous());
+            let v = self.v[i].clone().map_or_else(zeros, |v| v.contiguous());
+            let (ms, vs) = (
+                m.as_slice().expect("contiguous"),
+                v.as_slice().expect("contiguous"),
+            );
+            if let Some(j) = adam_first_non_finite(h, xs, gs, ms, vs) {
+                return Err(Error::non_finite(
+                    "Adam::step",
+                    format!(
+                        "parameter '{}' element {j}: gradient {} would make its moments or value non-finite (second moment {}); nothing was changed",
+                        p.name(),
+                        gs[j],
+                        vs[j]
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl<T: Element> Optimizer<T> for Adam<T> {
@@ -141,6 +194,20 @@ impl<T: Element> Optimizer<T> for Adam<T> {
                 }
             })
             .collect();
+        let steps: Vec<AdamStep<T>> = decays
+            .iter()
+            .map(|&weight_decay| AdamStep {
+                beta1: b1,
+                beta2: b2,
+                correction1: bc1,
+                correction2: bc2,
+                lr,
+                eps,
+                weight_decay,
+                decoupled,
+            })
+            .collect();
+        self.refuse_overflow(grads, &steps)?;
         let updates = self
             .params
             .iter()
@@ -162,17 +229,7 @@ impl<T: Element> Optimizer<T> for Adam<T> {
             let [x_out, m, v] = o else {
                 unreachable!("one parameter and two moments")
             };
-            let h = AdamStep {
-                beta1: b1,
-                beta2: b2,
-                correction1: bc1,
-                correction2: bc2,
-                lr,
-                eps,
-                weight_decay: decays[i],
-                decoupled,
-            };
-            adam_update(&h, AdamSlices { x, g, m, v, x_out });
+            adam_update(&steps[i], AdamSlices { x, g, m, v, x_out });
         })?;
         for (p, new_p) in self.params.iter().zip(new_params) {
             p.set(new_p)?;

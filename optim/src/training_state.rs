@@ -68,7 +68,9 @@ pub fn save<T: Element>(
 
 /// Restores a training state into `store`, `optimizer` and the named generators.
 /// Returns the checkpoint for any extra metadata. Everything is validated before the
-/// model is touched.
+/// model is touched, and a tensor that is neither a parameter or buffer of `store`
+/// nor the optimiser's is refused: a state saved from another model (one more
+/// layer, say) does not resume into this one.
 pub fn load<T: Element>(
     path: impl AsRef<Path>,
     store: &ParamStore<T>,
@@ -76,6 +78,18 @@ pub fn load<T: Element>(
     rngs: &mut [(&str, &mut Rng)],
 ) -> Result<Checkpoint> {
     let ckpt = checkpoint::load(path, &Limits::default())?;
+    let own: std::collections::HashSet<String> =
+        store.all().iter().map(|p| p.name().to_string()).collect();
+    if let Some((name, _)) = ckpt
+        .tensors
+        .iter()
+        .find(|(n, _)| !n.starts_with(OPTIM) && !own.contains(n))
+    {
+        return Err(Error::format(
+            "training state",
+            format!("tensor '{name}' is not a parameter or buffer of this model: the state was saved from another model"),
+        ));
+    }
     let mut state = OptimizerState::default();
     for (name, t) in &ckpt.tensors {
         if let Some(rest) = name.strip_prefix(OPTIM) {

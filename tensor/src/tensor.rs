@@ -369,6 +369,7 @@ impl<T: Element> Tensor<T> {
             return Err(Error::value("arange", format!("{n} elements is too many")));
         }
         let n = n as usize;
+        checked_numel("arange", &[n])?;
         let data = (0..n)
             .map(|i| T::from_f64(start + i as f64 * step))
             .collect();

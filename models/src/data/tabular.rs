@@ -91,6 +91,19 @@ pub fn preprocess_hepmass(train: &CsvTable, test: &CsvTable) -> Result<TabularSp
             (ss / (n - 1) as f64).sqrt()
         })
         .collect();
+    // Values large enough to overflow the sums would standardise to ∞ or NaN and
+    // surface far later (as a Cholesky failure): refuse them here, by column.
+    if let Some(j) = (0..d).find(|&j| !(mean[j].is_finite() && std[j].is_finite())) {
+        return Err(Error::format(
+            "HEPMASS 1000_train.csv",
+            format!(
+                "feature column {} has mean {} and standard deviation {}: its values are not finite or overflow f64 sums",
+                j + 1,
+                mean[j],
+                std[j]
+            ),
+        ));
+    }
     let z = |r: &[f64], j: usize| (r[j] - mean[j]) / std[j];
     // MAF counts the repeats of the smallest (normalised) value of each feature.
     let keep: Vec<usize> = (0..d)
@@ -109,19 +122,32 @@ pub fn preprocess_hepmass(train: &CsvTable, test: &CsvTable) -> Result<TabularSp
             "every feature is discrete (its smallest value repeats more than 5 times)",
         ));
     }
-    let to_tensor = |rows: &[Vec<f64>]| -> Result<Tensor<f64>> {
+    let to_tensor = |rows: &[Vec<f64>], what: &str| -> Result<Tensor<f64>> {
         let v: Vec<f64> = rows
             .iter()
             .flat_map(|r| keep.iter().map(|&j| z(r, j)))
             .collect();
+        if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+            let (row, col) = (i / keep.len(), keep[i % keep.len()]);
+            return Err(Error::format(
+                what,
+                format!(
+                    "signal row {} feature column {} is {} ({} after standardisation): not finite",
+                    row + 1,
+                    col + 1,
+                    rows[row][col],
+                    v[i]
+                ),
+            ));
+        }
         Tensor::from_vec(v, &[rows.len(), keep.len()])
     };
     let n_val = n / 10;
     let (fit, val) = train_rows.split_at(n - n_val);
     Ok(TabularSplits {
-        train: to_tensor(fit)?,
-        validation: to_tensor(val)?,
-        test: to_tensor(&test_rows)?,
+        train: to_tensor(fit, "HEPMASS 1000_train.csv")?,
+        validation: to_tensor(val, "HEPMASS 1000_train.csv")?,
+        test: to_tensor(&test_rows, "HEPMASS 1000_test.csv")?,
         test_log_density: None,
         description: format!(
             "D = {}, {} / {} / {} rows (MAF preprocessing)",
@@ -199,7 +225,8 @@ impl StandIn {
     /// `n` rows `[n, 21]` of x = L u.
     pub fn sample(&self, n: usize, rng: &mut Rng) -> Result<Tensor<f64>> {
         let d = STAND_IN_DIM;
-        let mut out = Vec::with_capacity(n * d);
+        let mut out =
+            Vec::with_capacity(tensor::layout::checked_numel("StandIn::sample", &[n, d])?);
         for _ in 0..n {
             let u: Vec<f64> = (0..d).map(|j| Self::sample_u(j, rng)).collect();
             for i in 0..d {
@@ -375,6 +402,33 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(e.contains("1000_train.csv"), "{e}");
+        // Values whose sums overflow, in training or only in the test file.
+        let mut rng = Rng::new(4);
+        let huge: Vec<Vec<f64>> = (0..30)
+            .map(|_| vec![1.0, rng.normal(), 1e308 * (1.0 + 0.5 * rng.uniform())])
+            .collect();
+        let fine: Vec<Vec<f64>> = (0..30)
+            .map(|_| vec![1.0, rng.normal(), 0.01 * rng.normal()])
+            .collect();
+        let e = preprocess_hepmass(&table("l,a,b", &huge), &table("l,a,b", &fine))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("feature column 2") && e.contains("overflow"),
+            "{e}"
+        );
+        let mut far = fine.clone();
+        // Finite, but ~10³⁰⁹ once divided by the column's std of ~0.01.
+        far[3][2] = 1e307;
+        let e = preprocess_hepmass(&table("l,a,b", &fine), &table("l,a,b", &far))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("1000_test.csv") && e.contains("signal row 4"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -142,7 +142,53 @@ impl RawTensor {
                 .collect(),
             FileDType::I8 => b.iter().map(|&v| f64::from(v as i8)).collect(),
             FileDType::U8 | FileDType::Bool => b.iter().map(|&v| f64::from(v)).collect(),
-            FileDType::F32 | FileDType::F64 => unreachable!("float tensors are not raw"),
+            FileDType::F32 => b
+                .chunks_exact(4)
+                .map(|c| f64::from(f32::from_le_bytes(c.try_into().expect("4 bytes"))))
+                .collect(),
+            FileDType::F64 => b
+                .chunks_exact(8)
+                .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
+                .collect(),
+        }
+    }
+
+    /// Checks that the bytes are `numel × dtype.size()` long: a raw tensor built
+    /// by hand can break this, and the reader refuses such a file, so neither the
+    /// writer nor a conversion accepts one.
+    pub fn validate(&self, name: &str) -> Result<()> {
+        let expected = self
+            .shape
+            .iter()
+            .try_fold(self.dtype.size(), |acc, &d| acc.checked_mul(d));
+        if expected != Some(self.bytes.len()) {
+            return Err(Error::format(
+                "checkpoint",
+                format!(
+                    "raw tensor '{name}' ({}, shape {:?}) holds {} bytes where its shape and type need {}",
+                    self.dtype.name(),
+                    self.shape,
+                    self.bytes.len(),
+                    expected.map_or_else(|| "more than usize::MAX".to_string(), |n| n.to_string())
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A BOOL tensor's bytes must be 0 or 1 before they are read as numbers: any
+    /// other byte is not a boolean, and converting it to 2.0 would be a silent
+    /// wrong value. The file itself keeps such bytes as they are.
+    fn check_booleans(&self, name: &str) -> Result<()> {
+        if self.dtype != FileDType::Bool {
+            return Ok(());
+        }
+        match self.bytes.iter().enumerate().find(|(_, &v)| v > 1) {
+            Some((i, v)) => Err(Error::format(
+                "checkpoint",
+                format!("BOOL tensor '{name}' holds byte {v} at element {i}; booleans are 0 or 1"),
+            )),
+            None => Ok(()),
         }
     }
 
@@ -162,20 +208,22 @@ impl RawTensor {
 
     /// Rows `start..start + len` of the first axis.
     pub fn rows(&self, start: usize, len: usize) -> Result<RawTensor> {
+        self.validate("RawTensor::rows")?;
         let rows = self.shape.first().copied().unwrap_or(0);
-        if start + len > rows {
+        let end = start.checked_add(len).filter(|&end| end <= rows);
+        let Some(end) = end else {
             return Err(Error::shape(
                 "RawTensor::rows",
-                format!("rows {start}..{} of {rows}", start + len),
+                format!("rows {start}.. (length {len}) of {rows}"),
             ));
-        }
+        };
         let row_bytes = self.bytes.len() / rows.max(1);
         let mut shape = self.shape.clone();
         shape[0] = len;
         Ok(RawTensor {
             dtype: self.dtype,
             shape,
-            bytes: self.bytes[start * row_bytes..(start + len) * row_bytes].to_vec(),
+            bytes: self.bytes[start * row_bytes..end * row_bytes].to_vec(),
         })
     }
 }
@@ -233,7 +281,12 @@ impl AnyTensor {
         match self {
             AnyTensor::F32(t) => Ok(t.cast()),
             AnyTensor::F64(t) => Ok(t.cast()),
-            AnyTensor::Other(_) => unreachable!("raw tensors are never F32 or F64"),
+            AnyTensor::Other(r) => {
+                // A raw tensor built by hand may carry an F32 or F64 tag: its
+                // bytes decode exactly into that type.
+                r.validate(name)?;
+                Tensor::from_vec(r.values().into_iter().map(T::from_f64).collect(), &r.shape)
+            }
         }
     }
 
@@ -262,6 +315,8 @@ impl AnyTensor {
                 Some(from),
             )),
             AnyTensor::Other(r) => {
+                r.validate(name)?;
+                r.check_booleans(name)?;
                 if let Some((i, v)) = r.inexact_i64() {
                     return Err(Error::format(
                         "checkpoint",
@@ -381,6 +436,9 @@ pub fn to_bytes(ckpt: &Checkpoint) -> Result<Vec<u8>> {
                 "checkpoint",
                 format!("tensor name '{name}' is reserved or repeated"),
             ));
+        }
+        if let AnyTensor::Other(r) = t {
+            r.validate(name)?;
         }
         let bytes = t.shape().iter().product::<usize>() * t.dtype().size();
         sep(&mut header);

@@ -27,8 +27,9 @@ pub fn causal_mask<T: Element>(lq: usize, lk: usize) -> Result<Tensor<T>> {
             format!("{lq} queries cannot follow {lk} keys"),
         ));
     }
+    let n = tensor::layout::checked_numel("causal_mask", &[lq, lk])?;
     let shift = lk - lq;
-    let v = (0..lq * lk)
+    let v = (0..n)
         .map(|i| {
             let (q, k) = (i / lk, i % lk);
             if k <= q + shift {
@@ -50,6 +51,7 @@ pub fn padding_mask<T: Element>(lengths: &[usize], lk: usize) -> Result<Tensor<T
             format!("a length of {bad} is not in 1..={lk}"),
         ));
     }
+    tensor::layout::checked_numel("padding_mask", &[lengths.len(), lk])?;
     let v: Vec<f64> = lengths
         .iter()
         .flat_map(|&l| (0..lk).map(move |k| if k < l { 0.0 } else { f64::NEG_INFINITY }))

@@ -8,9 +8,11 @@ use tensor::{Element, Error, Result, Rng};
 
 /// Linear layers of the given sizes with an activation between them (none after
 /// the last). Parameters are named "0.weight", "0.bias", "1.weight", ...
+/// An MLP always has at least one layer: the layers are reached through
+/// [`Mlp::layers`] and [`Mlp::layers_mut`], which can change a layer but not
+/// their number.
 pub struct Mlp<T: Element> {
-    /// The linear layers, in order.
-    pub layers: Vec<Linear<T>>,
+    layers: Vec<Linear<T>>,
     /// The activation between layers.
     pub activation: Activation,
 }
@@ -37,6 +39,16 @@ impl<T: Element> Mlp<T> {
         Ok(Mlp { layers, activation })
     }
 
+    /// The linear layers, in order (never empty).
+    pub fn layers(&self) -> &[Linear<T>] {
+        &self.layers
+    }
+
+    /// The linear layers, to change one in place (e.g. drop a bias).
+    pub fn layers_mut(&mut self) -> &mut [Linear<T>] {
+        &mut self.layers
+    }
+
     /// The features before the last layer (the "backbone" output).
     pub fn features(&self, x: &Var<T>) -> Result<Var<T>> {
         let mut h = x.clone();
@@ -48,7 +60,8 @@ impl<T: Element> Mlp<T> {
 
     /// The last layer.
     pub fn head(&self) -> &Linear<T> {
-        self.layers.last().expect("at least one layer")
+        // `new` refuses fewer than two sizes and the layers cannot be removed.
+        &self.layers[self.layers.len() - 1]
     }
 }
 

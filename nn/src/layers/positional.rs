@@ -12,7 +12,8 @@ pub fn sinusoidal<T: Element>(len: usize, dim: usize) -> Result<Tensor<T>> {
     if dim == 0 {
         return Err(Error::value("sinusoidal", "needs a positive dimension"));
     }
-    let v: Vec<f64> = (0..len * dim)
+    let n = tensor::layout::checked_numel("sinusoidal", &[len, dim])?;
+    let v: Vec<f64> = (0..n)
         .map(|i| {
             let (p, j) = ((i / dim) as f64, i % dim);
             let angle = p / 10000f64.powf((j - j % 2) as f64 / dim as f64);

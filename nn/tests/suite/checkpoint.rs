@@ -385,3 +385,65 @@ fn the_next_save_sweeps_temp_files_of_killed_saves() {
     assert!(live.exists() && other.exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A raw tensor built by hand is checked where it is used: a byte length that
+/// disagrees with its shape is refused at write (the reader would refuse the
+/// file), a row range past `usize::MAX` is an error, a float tag decodes its
+/// bytes exactly, and a BOOL byte other than 0 or 1 is not read as a number.
+#[test]
+fn hand_built_raw_tensors_are_checked_where_used() {
+    use nn::checkpoint::{FileDType, RawTensor};
+    let raw = |dtype, shape: Vec<usize>, bytes: Vec<u8>| RawTensor {
+        dtype,
+        shape,
+        bytes,
+    };
+    let short = raw(FileDType::I32, vec![3], vec![0; 8]);
+    let ckpt = Checkpoint {
+        tensors: vec![("short".into(), AnyTensor::Other(short.clone()))],
+        metadata: vec![],
+    };
+    let e = to_bytes(&ckpt).unwrap_err().to_string();
+    assert!(
+        e.contains("'short'") && e.contains("8 bytes") && e.contains("12"),
+        "{e}"
+    );
+    assert!(AnyTensor::Other(short)
+        .to_tensor_exact::<f64>("short")
+        .is_err());
+
+    let rows = raw(FileDType::U8, vec![4, 2], (0..8).collect());
+    let e = rows.rows(usize::MAX, 2).unwrap_err().to_string();
+    assert!(e.contains("of 4"), "{e}");
+    assert_eq!(rows.rows(1, 2).unwrap().bytes, vec![2, 3, 4, 5]);
+    assert!(rows.rows(3, 2).is_err());
+
+    let floats = raw(
+        FileDType::F64,
+        vec![2],
+        [0.1f64, -0.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+    );
+    let t = AnyTensor::Other(floats)
+        .to_tensor::<f64>("f")
+        .unwrap()
+        .to_vec();
+    assert_eq!(t[0].to_bits(), 0.1f64.to_bits());
+    assert_eq!(t[1].to_bits(), (-0.0f64).to_bits());
+
+    let flags = |b: u8| AnyTensor::Other(raw(FileDType::Bool, vec![2], vec![1, b]));
+    let e = flags(2)
+        .to_tensor_exact::<f32>("mask")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("'mask'") && e.contains("byte 2") && e.contains("element 1"),
+        "{e}"
+    );
+    assert_eq!(
+        flags(0).to_tensor_exact::<f32>("mask").unwrap().0.to_vec(),
+        vec![1.0, 0.0]
+    );
+}

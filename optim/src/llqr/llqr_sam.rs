@@ -9,7 +9,7 @@
 //! alone.
 
 use super::curvature::{BatchScale, CurvatureProducts, Geometry};
-use super::preconditioner::{Gvp, InnerSolve, InnerTrace, Preconditioner, Structure};
+use super::preconditioner::{quadratic, Gvp, InnerSolve, InnerTrace, Preconditioner, Structure};
 use crate::closure::{gradients, perturb, restore};
 use crate::optimizer::{
     buffer_state, check_lr, check_range, join_state, load_buffers, split_state, Optimizer,
@@ -255,11 +255,47 @@ impl<T: Element> LlqrSam<T> {
         self.fit(&g, &|v: &[Tensor<T>]| products.apply(v))
     }
 
+    /// Which parameter's term of J (−gᵢᵀvᵢ + ½vᵢᵀ(G + δI)vᵢ with v = Ug) is not
+    /// finite, under the first of `us` where one is, for an error message.
+    fn non_finite_term(
+        &self,
+        g: &[Tensor<T>],
+        gvp: &Gvp<'_, T>,
+        us: &[&Preconditioner<T>],
+    ) -> Result<String> {
+        let damping = self.cfg.inner.damping;
+        for u in us {
+            let v = u.apply(g)?;
+            let gv = gvp(&v)?;
+            let one = |i: usize| i..i + 1;
+            if let Some(i) = (0..g.len())
+                .find(|&i| !quadratic(&g[one(i)], &v[one(i)], &gv[one(i)], damping).is_finite())
+            {
+                return Ok(format!("the term of parameter '{}'", self.params[i].name()));
+            }
+        }
+        Ok("no single parameter's term (their sum overflows)".into())
+    }
+
     /// The inner solve from the current U (warm start), blended in as an EMA, then
-    /// the floor on a diagonal U.
+    /// the floor on a diagonal U. An inner objective that is not finite (a
+    /// gradient or curvature product with NaN or ∞, which the solve's
+    /// sanitisation would otherwise turn into a silent no-op) is an error naming
+    /// the parameter where it starts; U is then unchanged and the refresh stays
+    /// due.
     fn fit(&mut self, g: &[Tensor<T>], gvp: &Gvp<'_, T>) -> Result<InnerTrace> {
         let mut fitted = self.u.clone();
         let trace = fitted.learn(g, gvp, &self.cfg.inner)?;
+        if let Some(step) = trace.objective.iter().position(|j| !j.is_finite()) {
+            let culprit = self.non_finite_term(g, gvp, &[&self.u, &fitted])?;
+            return Err(Error::numerical(
+                "LlqrSam::refresh",
+                format!(
+                    "the inner objective is {} at inner step {step}, from {culprit}; U is unchanged and the refresh stays due",
+                    trace.objective[step]
+                ),
+            ));
+        }
         self.u.ema(&fitted, self.cfg.ema)?;
         self.u.floor_diagonal(self.cfg.floor);
         self.sanitised += trace.sanitised;

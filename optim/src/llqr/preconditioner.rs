@@ -434,7 +434,12 @@ impl<T: Element> Preconditioner<T> {
 }
 
 /// −gᵀv + ½vᵀ(Gv + δv).
-fn quadratic<T: Element>(g: &[Tensor<T>], v: &[Tensor<T>], gv: &[Tensor<T>], damping: f64) -> f64 {
+pub(super) fn quadratic<T: Element>(
+    g: &[Tensor<T>],
+    v: &[Tensor<T>],
+    gv: &[Tensor<T>],
+    damping: f64,
+) -> f64 {
     let dot = |a: &Tensor<T>, b: &Tensor<T>| {
         a.mul(b)
             .and_then(|t| t.sum_all().item())

@@ -49,7 +49,7 @@ pub fn exact_lqr_step(
         ));
     }
     let biases: Vec<&nn::Param<f64>> = mlp
-        .layers
+        .layers()
         .iter()
         .enumerate()
         .map(|(i, l)| {
@@ -63,7 +63,7 @@ pub fn exact_lqr_step(
             })
         })
         .collect::<Result<_>>()?;
-    let n_layers = mlp.layers.len();
+    let n_layers = mlp.layers().len();
     let act = mlp.activation;
     let layer_fn = |i: usize| {
         move |x: &Var<f64>, w: &Var<f64>, b: &Var<f64>| -> Result<Var<f64>> {
@@ -77,7 +77,7 @@ pub fn exact_lqr_step(
     };
     // Forward pass: the states x_0 … x_N.
     let mut states = vec![x.clone()];
-    for (i, l) in mlp.layers.iter().enumerate() {
+    for (i, l) in mlp.layers().iter().enumerate() {
         let next = autograd::no_grad(|| {
             layer_fn(i)(
                 &Var::constant(states[i].clone()),
@@ -114,7 +114,7 @@ pub fn exact_lqr_step(
     // Dynamics Jacobians.
     let mut a_mats = Vec::with_capacity(n_layers);
     let mut b_mats = Vec::with_capacity(n_layers);
-    for (i, l) in mlp.layers.iter().enumerate() {
+    for (i, l) in mlp.layers().iter().enumerate() {
         let (w, bias) = (l.weight.value(), biases[i].value());
         let f = layer_fn(i);
         let (wc, bc) = (w.clone(), bias.clone());
@@ -167,7 +167,7 @@ pub fn exact_lqr_step(
     for (i, (s_inv_n, s_inv_bl)) in stages.iter().enumerate() {
         let u = s_inv_n.matmul(&dx)?.add(s_inv_bl)?.neg();
         dx = a_mats[i].matmul(&dx)?.add(&b_mats[i].matmul(&u)?)?;
-        let l = &mlp.layers[i];
+        let l = &mlp.layers()[i];
         let (ws, bs) = (l.weight.shape(), biases[i].shape());
         let nw: usize = ws.iter().product();
         let flat = u.to_vec();

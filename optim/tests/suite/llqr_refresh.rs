@@ -539,3 +539,42 @@ fn a_learned_u_reaches_the_inverse_curvature_and_sets_the_hovering_envelope() {
         slope(&sam_amp, 0, 2)
     );
 }
+
+/// A refresh whose inner objective is not finite (here a term 10²⁰⁰·‖W₁‖² in a
+/// finite loss: its gradient is finite, but gᵀUg overflows and J is −∞ + ∞) is
+/// an error naming the parameter, leaves U as it was and keeps the refresh due;
+/// the sanitisation inside the inner solve would otherwise have turned it into a
+/// silent no-op recorded as done.
+#[test]
+fn a_non_finite_refresh_is_an_error_and_stays_due() {
+    let t = tiny(5);
+    let mut opt = LlqrSam::new(
+        t.store.trainable(),
+        LlqrConfig {
+            geometry: Geometry::Newton,
+            ..LlqrConfig::default()
+        },
+    )
+    .unwrap();
+    let before = flat(&opt.preconditioner().factor_tensors().concat());
+    assert!(opt.refresh_due());
+    let w1 = t.mlp.layers()[1].weight.var();
+    let ce = || nn::loss::cross_entropy(&t.logits()?, &t.y, 0.0);
+    let steep = || ce()?.add(&w1.square()?.sum_all()?.mul_scalar(1e200)?);
+    let e = opt.refresh_newton(&steep).unwrap_err().to_string();
+    assert!(
+        e.contains("inner objective is NaN")
+            && e.contains("parameter '1.weight'")
+            && e.contains("stays due"),
+        "{e}"
+    );
+    assert!(opt.refresh_due());
+    let after = flat(&opt.preconditioner().factor_tensors().concat());
+    assert_eq!(
+        before.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        after.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+    // The same optimiser refreshes normally on a finite problem.
+    opt.refresh_newton(&ce).unwrap();
+    assert!(!opt.refresh_due());
+}

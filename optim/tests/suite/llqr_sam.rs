@@ -60,7 +60,7 @@ impl Tiny {
 #[test]
 fn the_exact_lqr_step_names_a_layer_without_bias() {
     let mut t = tiny(0);
-    t.mlp.layers[1].bias = None;
+    t.mlp.layers_mut()[1].bias = None;
     let e = exact_lqr_step(&t.mlp, &t.x, &t.y, 0.05)
         .unwrap_err()
         .to_string();

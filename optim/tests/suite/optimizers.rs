@@ -227,3 +227,42 @@ fn schedules_take_their_documented_values() {
     .validate()
     .is_err());
 }
+
+/// An f32 gradient of 3·10³⁸ is finite, but its square overflows v: the step is
+/// an error naming the parameter and element, and neither the parameters nor the
+/// moments change (the next finite step is the one a fresh optimiser takes). A
+/// gradient of 10¹⁸, large but safe, steps normally.
+#[test]
+fn adam_refuses_a_gradient_whose_moment_would_overflow() {
+    let store = ParamStore::<f32>::new();
+    let w = store
+        .root()
+        .param("w", Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap())
+        .unwrap();
+    let p = store.trainable();
+    let grad = |a: f32, b: f32| {
+        ParamGrads::from_tensors(vec![Tensor::from_vec(vec![a, b], &[2]).unwrap()])
+    };
+    let mut opt = Adam::new(p.clone(), AdamConfig::adam(0.1)).unwrap();
+    opt.step(&grad(0.5, -0.5)).unwrap();
+    let (value, state) = (w.value().to_vec(), opt.state());
+    let e = opt.step(&grad(1.0, 3e38)).unwrap_err().to_string();
+    assert!(
+        e.contains("parameter 'w' element 1") && e.contains("nothing was changed"),
+        "{e}"
+    );
+    assert_eq!(w.value().to_vec(), value);
+    assert_eq!(opt.steps(), 1);
+    let moments = |s: &optim::OptimizerState<f32>| {
+        s.tensors
+            .iter()
+            .map(|(n, t)| (n.clone(), t.to_vec()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(moments(&opt.state()), moments(&state));
+    opt.step(&grad(1e18, -1e18)).unwrap();
+    assert!(w.value().to_vec().iter().all(|v| v.is_finite()));
+    assert!(moments(&opt.state())
+        .iter()
+        .all(|(_, t)| t.iter().all(|v| v.is_finite())));
+}

@@ -184,3 +184,42 @@ fn a_state_taken_mid_run_is_not_changed_by_later_steps() {
     assert_eq!(bits(&state), before, "later steps changed a saved state");
     assert_ne!(bits(&run.opt.state()), before, "the moments did not move");
 }
+
+/// A state saved from a model with one more layer is refused before anything
+/// changes, whether or not its optimiser has stepped (before a step the optimiser
+/// has no moments that would name the extra layer).
+#[test]
+fn a_state_from_a_deeper_model_is_refused_even_before_a_step() {
+    let deeper = ParamStore::<f32>::new();
+    let mut init = Rng::new(10);
+    Mlp::new(
+        &deeper.root().sub("mlp"),
+        &[6, 16, 16, 3],
+        Activation::Relu,
+        &mut init,
+    )
+    .unwrap();
+    let opt = Adam::new(deeper.trainable(), AdamConfig::adamw(0.01)).unwrap();
+    let dir = std::env::temp_dir().join(format!("deeper-state-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("state.safetensors");
+    let rng = Rng::new(12);
+    training_state::save(&path, &deeper, &opt, &[("data", &rng)], &[]).unwrap();
+    let mut run = fresh();
+    let before = snapshot(&run);
+    let mut data_rng = Rng::new(1);
+    let e = training_state::load(
+        &path,
+        &run.store,
+        &mut run.opt,
+        &mut [("data", &mut data_rng)],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("'mlp.2.weight'") && e.contains("another model"),
+        "{e}"
+    );
+    assert_eq!(snapshot(&run), before);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -24,7 +24,7 @@ use crate::kernels::gemm::with_scratch;
 use crate::kernels::{
     half_bin_conj, irfft_precombine, join_pairs, real_bin, rfft_recombine, split_pairs, Ahead,
 };
-use crate::layout::normalize_axis;
+use crate::layout::{checked_numel, normalize_axis};
 use crate::parallel;
 use crate::storage;
 use crate::tensor::Tensor;
@@ -293,6 +293,12 @@ impl<T: Element> Tensor<T> {
         if n == 0 {
             return Err(Error::value("irfft", "the output length must be positive"));
         }
+        // The output's size is checked against the cap before the length-n plan
+        // (two tables of n twiddles) or the output is allocated.
+        let mut out_shape = self.shape()[..self.ndim() - 1].to_vec();
+        out_shape[ax] = n;
+        checked_numel("irfft", &out_shape)?;
+        checked_numel("irfft", &[n])?;
         let scale = norm.scale(n, true);
         let plan_len = if n % 2 == 1 || n < 4 { n } else { n / 2 };
         let full = plan::plan::<T>(n);

@@ -85,6 +85,31 @@ pub fn adam_update<T: Scalar + num_traits::Float>(h: &AdamStep<T>, mut s: AdamSl
     }
 }
 
+/// The first element whose update would give a non-finite parameter or moment
+/// (a finite gradient whose square overflows, say), computed exactly as
+/// [`adam_update`] would (every path gives the same bits) but writing nothing:
+/// the check an optimiser makes before it rewrites the moments in place.
+///
+/// # Panics
+/// When the slices differ in length.
+pub fn adam_first_non_finite<T: num_traits::Float>(
+    h: &AdamStep<T>,
+    x: &[T],
+    g: &[T],
+    m: &[T],
+    v: &[T],
+) -> Option<usize> {
+    let n = x.len();
+    assert!(
+        [g.len(), m.len(), v.len()].iter().all(|&l| l == n),
+        "adam_first_non_finite: slices of different lengths"
+    );
+    (0..n).find(|&i| {
+        let (x, m, v) = element(h, x[i], g[i], m[i], v[i]);
+        !(x.is_finite() && m.is_finite() && v.is_finite())
+    })
+}
+
 /// The update of one element: new (x, m, v).
 #[inline(always)]
 fn element<T: num_traits::Float>(h: &AdamStep<T>, x: T, g: T, m: T, v: T) -> (T, T, T) {

@@ -37,7 +37,7 @@ mod runs;
 pub(crate) mod team;
 mod trsm;
 
-pub use adam::{adam_update, AdamSlices, AdamStep};
+pub use adam::{adam_first_non_finite, adam_update, AdamSlices, AdamStep};
 pub use ahead::Ahead;
 pub use pairs::{join_pairs, split_pairs};
 pub use rank2::rank2_row_update;

@@ -139,7 +139,19 @@ impl<T: Element> Tensor<T> {
                 .collect();
             let lu = Lu::factor(&ai, n);
             refuse_singular("solve", &lu, &ai, i)?;
-            out.extend(lu.solve(&bi, m).into_iter().map(T::from_f64));
+            let x: Vec<T> = lu.solve(&bi, m).into_iter().map(T::from_f64).collect();
+            if let Some(j) = x.iter().position(|v| !v.as_f64().is_finite()) {
+                return Err(Error::numerical(
+                    "solve",
+                    format!(
+                        "the solution of matrix {i} of the batch overflows {} at entry ({}, {}): A is too close to singular for its scale",
+                        T::DTYPE.name(),
+                        j / m,
+                        j % m
+                    ),
+                ));
+            }
+            out.extend(x);
         }
         Tensor::from_vec(out, sb)
     }

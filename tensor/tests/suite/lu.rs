@@ -95,3 +95,26 @@ fn singular_and_malformed_inputs_are_named_errors() {
     let nan = Tensor::<f64>::from_vec(vec![f64::NAN, 0.0, 0.0, 1.0], &[2, 2]).unwrap();
     assert!(nan.solve(&Tensor::zeros(&[2, 1]).unwrap()).is_err());
 }
+
+/// A matrix whose inverse is beyond the element type's range (diag(10⁻³¹⁰),
+/// whose singularity threshold n·ε·max|A| underflows to zero) is an error rather
+/// than ∞ and NaN; a well-conditioned tiny one still inverts.
+#[test]
+fn subnormal_matrices_are_singular_or_overflow_by_name() {
+    let t = |v: Vec<f64>| Tensor::<f64>::from_vec(v, &[2, 2]).unwrap();
+    let tiny = Tensor::<f64>::eye(3).unwrap().mul_scalar(1e-310);
+    let e = tiny.inverse().unwrap_err().to_string();
+    assert!(e.contains("overflows F64") && e.contains("(0, 0)"), "{e}");
+    let small = t(vec![2e-300, 0.0, 0.0, 4e-300])
+        .inverse()
+        .unwrap()
+        .to_vec();
+    assert_eq!(small, vec![5e299, 0.0, 0.0, 2.5e299]);
+    // f32: an inverse beyond f32's range overflows in the cast.
+    let e = Tensor::<f32>::from_vec(vec![1e-30, 0.0, 0.0, 1.0], &[2, 2])
+        .unwrap()
+        .inverse()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("overflows F32"), "{e}");
+}

@@ -374,8 +374,9 @@ fn gap(v: &[f64], r: Option<f64>) -> String {
 /// The table, titled with the setting, with the moment-matched Gaussian's row.
 fn headline(o: &Options, p: &Prepared, seeds: usize) -> Table {
     let (width, layers, iterations, batch) = (o.width, o.layers, o.iterations, o.batch);
+    let d = p.data.train.shape()[1];
     let setting = format!(
-        "{}; ICNN width {width} × {layers}, {iterations} iterations, batch {batch}, Adam 1e-3 β₂ 0.99 wd 1e-6, exact 21×21 log-det, {seeds} seeds",
+        "{}; ICNN width {width} × {layers}, {iterations} iterations, batch {batch}, Adam 1e-3 β₂ 0.99 wd 1e-6, exact {d}×{d} log-det, {seeds} seeds",
         p.data.description,
     );
     let mut table = Table::new(
@@ -393,7 +394,7 @@ fn headline(o: &Options, p: &Prepared, seeds: usize) -> Table {
     );
     table.row(vec![
         "moment-matched Gaussian".into(),
-        (21 + 21 * 22 / 2).to_string(),
+        (d + d * (d + 1) / 2).to_string(),
         "—".into(),
         format!("{:.3}", p.gaussian),
         gap(&[p.gaussian], p.entropy),
@@ -562,5 +563,40 @@ mod tests {
             assert!(end.validation.is_finite() && end.skipped == 0);
         }
         assert_eq!(data.train.shape()[1], STAND_IN_DIM);
+    }
+
+    #[test]
+    fn the_caption_and_the_gaussian_row_follow_the_data_dimension() {
+        let rows = |n: usize| Tensor::from_vec(vec![0.0; n * 5], &[n, 5]).unwrap();
+        let p = Prepared {
+            data: TabularSplits {
+                train: rows(4),
+                validation: rows(2),
+                test: rows(2),
+                test_log_density: None,
+                description: "five columns".into(),
+            },
+            entropy: None,
+            gaussian: 1.0,
+            jacobian: 0.0,
+        };
+        let o = Options {
+            iterations: 1,
+            width: 4,
+            layers: 2,
+            batch: 2,
+            train_size: 4,
+            strategies: vec![],
+            whiten: false,
+            quiet: true,
+        };
+        let t = headline(&o, &p, 1).render();
+        assert!(t.contains("exact 5×5 log-det") && !t.contains("21"), "{t}");
+        // Mean and covariance of a 5-D Gaussian: 5 + 15.
+        assert!(
+            t.lines()
+                .any(|l| l.contains("moment-matched Gaussian") && l.contains(" 20 ")),
+            "{t}"
+        );
     }
 }
