@@ -8,6 +8,8 @@ use tensor::{error::fmt_shape, Element, Error, Result, Rng, Tensor};
 /// (fan_in, fan_out) of a weight shape `[out, in, kernel...]` (a 1-D shape counts as
 /// both).
 pub fn fans(shape: &[usize]) -> Result<(usize, usize)> {
+    // Every fan divides the element count, so checking it rules out overflow.
+    tensor::layout::checked_numel("init", shape)?;
     match shape.len() {
         0 => Err(Error::shape("init", "a scalar has no fans")),
         1 => Ok((shape[0], shape[0])),

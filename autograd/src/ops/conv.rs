@@ -199,7 +199,7 @@ impl<T: Element> Var<T> {
 
 /// `[out, n]`: row i averages the inputs ⌊i·n/out⌋ … ⌈(i+1)·n/out⌉ − 1.
 fn pooling_matrix<T: Element>(out: usize, n: usize) -> Result<Tensor<T>> {
-    let mut m = vec![0.0; out * n];
+    let mut m = vec![0.0; tensor::layout::checked_numel("adaptive_avg_pool2d", &[out, n])?];
     for i in 0..out {
         let (lo, hi) = (i * n / out, ((i + 1) * n).div_ceil(out));
         for j in lo..hi {

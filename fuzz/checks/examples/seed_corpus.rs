@@ -27,6 +27,25 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     e.finish().expect("writing to memory")
 }
 
+/// One file per constructor of the `sizes` target, each calling it four times:
+/// sizes 2⁶² × 8, 8 × 18, (2³⁰ + 1) × 2 and 2¹⁶ × 2¹⁶ (magnitude byte, then an
+/// offset byte where 128 is zero).
+fn sizes_seeds() -> Vec<Vec<u8>> {
+    (0..12u8)
+        .map(|op| {
+            [
+                [62, 128, 3, 128],
+                [3, 128, 4, 130],
+                [30, 129, 1, 128],
+                [16, 128, 16, 128],
+            ]
+            .iter()
+            .flat_map(|sizes| std::iter::once(op).chain(sizes.iter().copied()))
+            .collect()
+        })
+        .collect()
+}
+
 /// A finished shard's `cells.txt` and a killed shard's journal (its second cell
 /// torn), from three cells of two metric points each.
 fn cells_seeds() -> tensor::Result<Vec<Vec<u8>>> {
@@ -129,6 +148,7 @@ fn main() -> tensor::Result<()> {
         ),
         ("burgers_cache", vec![cache::to_bytes(&generate(&burgers)?)]),
         ("cells", cells_seeds()?),
+        ("sizes", sizes_seeds()),
         (
             "shapes",
             (0..8).map(|i| random(&mut rng, 8 + 16 * i)).collect(),

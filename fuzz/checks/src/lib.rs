@@ -9,6 +9,7 @@ pub mod differential;
 pub mod input;
 pub mod readers;
 pub mod shapes;
+pub mod sizes;
 
 /// A fuzz target: its name (the corpus directory) and its body.
 pub type Target = (&'static str, fn(&[u8]));
@@ -23,5 +24,6 @@ pub const TARGETS: &[Target] = &[
     ("burgers_cache", readers::burgers_cache),
     ("cells", readers::cells),
     ("shapes", shapes::run),
+    ("sizes", sizes::run),
     ("differential", differential::run),
 ];

@@ -49,6 +49,7 @@ pub fn train(n: usize, rho: f64, seed: u64) -> Result<Demand> {
             format!("needs n > 0 and ρ in [−1, 1], got n = {n}, ρ = {rho}"),
         ));
     }
+    tensor::layout::checked_numel("demand::train", &[n, 3])?;
     let mut rng = Rng::new(seed);
     let (mut p, mut z, mut x, mut y, mut f) = (
         Vec::with_capacity(n),

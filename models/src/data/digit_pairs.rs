@@ -53,6 +53,7 @@ pub fn digit_pairs(digits: &Dataset, count: usize, seed: u64) -> Result<DigitPai
         ));
     }
     let mut rng = Rng::new(seed);
+    tensor::layout::checked_numel("digit_pairs", &[count, 2 * pixels])?;
     let mut sources = Vec::with_capacity(count);
     for k in 0..count {
         let label = k % PAIR_CLASSES;

@@ -22,10 +22,10 @@ impl Gaussian {
     /// factorisation would otherwise accept a pivot at rounding level and give a
     /// log det, and a likelihood, that are artefacts of rounding.
     pub fn fit(x: &Tensor<f64>) -> Result<Self> {
-        if x.ndim() != 2 || x.shape()[0] < 2 {
+        if x.ndim() != 2 || x.shape()[0] < 2 || x.shape()[1] == 0 {
             return Err(Error::shape(
                 "Gaussian::fit",
-                format!("needs rows [n ≥ 2, d], got {:?}", x.shape()),
+                format!("needs rows [n ≥ 2, d ≥ 1], got {:?}", x.shape()),
             ));
         }
         let d = x.shape()[1];

@@ -32,7 +32,7 @@ pub fn gaussian_mixture(m: &Mixture, per_class: usize, stream: u64) -> Result<Da
     }
     let means =
         Tensor::<f64>::rand_normal(&[m.classes, m.dim], 0.0, m.spread, &mut Rng::new(m.seed))?;
-    let n = m.classes * per_class;
+    let n = tensor::layout::checked_numel("gaussian_mixture", &[m.classes, per_class])?;
     let noise = Tensor::<f64>::rand_normal(
         &[n, m.dim],
         0.0,

@@ -118,6 +118,7 @@ pub fn features(kinds: &[usize], pos: &[[f64; 3]]) -> Vec<f64> {
 
 /// `n` molecules: features `[n, FEATURES]` and energies `[n, 1]`, seeded.
 pub fn generate(n: usize, seed: u64) -> Result<Dataset> {
+    tensor::layout::checked_numel("molecules::generate", &[n, FEATURES])?;
     let mut rng = Rng::new(seed);
     let mut x = Vec::with_capacity(n * FEATURES);
     let mut y = Vec::with_capacity(n);

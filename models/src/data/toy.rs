@@ -53,6 +53,7 @@ impl Target1d {
 
     /// `n` samples as `[n, 1]`.
     pub fn sample(self, n: usize, rng: &mut Rng) -> Result<Tensor<f64>> {
+        tensor::layout::checked_numel("Target1d::sample", &[n, 1])?;
         let v = (0..n)
             .map(|_| match self {
                 Target1d::Gumbel => -(-(rng.uniform().clamp(1e-9, 1.0 - 1e-9)).ln()).ln(),
@@ -98,7 +99,7 @@ impl Target2d {
 
     /// `n` samples as `[n, 2]`.
     pub fn sample(self, n: usize, rng: &mut Rng) -> Result<Tensor<f64>> {
-        let mut v = Vec::with_capacity(2 * n);
+        let mut v = Vec::with_capacity(tensor::layout::checked_numel("Target2d::sample", &[n, 2])?);
         for i in 0..n {
             match self {
                 Target2d::EightGaussians => {
@@ -120,6 +121,7 @@ impl Target2d {
     /// spirals, the Gaussian-noise convolution of `centres` sampled spiral points
     /// (a Monte Carlo estimate of the exact density).
     pub fn log_density(self, x: &Tensor<f64>, centres: usize, rng: &mut Rng) -> Result<Vec<f64>> {
+        tensor::layout::checked_numel("Target2d::log_density", &[centres, 2])?;
         let pts = x.to_vec();
         let (comps, sigma): (Vec<(f64, f64)>, f64) = match self {
             Target2d::EightGaussians => (

@@ -83,7 +83,7 @@ fn the_time_error_falls_sixteenfold_when_the_step_halves() {
 #[test]
 fn the_mean_is_conserved_and_energy_follows_its_exact_balance() {
     let n = 128;
-    let mut v = random_field(3, n, &mut Rng::new(5));
+    let mut v = random_field(3, n, &mut Rng::new(5)).unwrap();
     // Give each solution a different non-zero mean.
     let bins = v.bins();
     for r in 0..3 {
@@ -121,21 +121,21 @@ fn the_mean_is_conserved_and_energy_follows_its_exact_balance() {
 fn the_random_field_has_the_stated_variance() {
     // Var u₀(x) = Σ_{k=1}^{N/3} 2σ_k²; pooled over 4000 fields × 32 points.
     let n = 96;
-    let u = sample(&random_field(4000, n, &mut Rng::new(11)), 32).unwrap();
+    let u = sample(&random_field(4000, n, &mut Rng::new(11)).unwrap(), 32).unwrap();
     let v = u.to_vec();
     let var = v.iter().map(|x| x * x).sum::<f64>() / v.len() as f64;
     let want: f64 = (1..=n / 3).map(|k| 2.0 * field_std(k).powi(2)).sum();
     assert!((var / want - 1.0).abs() < 0.06, "variance {var} vs {want}");
     // No mean mode: every field averages to zero over the full grid (not over a
     // subsampled one, where mode 32 aliases onto the mean).
-    let full = sample(&random_field(10, n, &mut Rng::new(12)), n).unwrap();
+    let full = sample(&random_field(10, n, &mut Rng::new(12)).unwrap(), n).unwrap();
     let means = full.mean(&[1], false).unwrap().to_vec();
     assert!(means.iter().all(|m| m.abs() < 1e-12));
 }
 
 #[test]
 fn sampling_grids_agree() {
-    let v = random_field(2, 64, &mut Rng::new(3));
+    let v = random_field(2, 64, &mut Rng::new(3)).unwrap();
     let fine = sample(&v, 256).unwrap();
     let coarse = sample(&v, 16).unwrap();
     let every_16th: Vec<f64> = fine

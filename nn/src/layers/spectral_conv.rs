@@ -52,6 +52,7 @@ impl SpectralPath {
 /// and inverse `[S, 2M]` (the irfft of M bins with the rest zero).
 fn dft_bases<T: Element>(points: usize, modes: usize) -> Result<(Tensor<T>, Tensor<T>)> {
     let s = points as f64;
+    tensor::layout::checked_numel("SpectralConv1d", &[2, modes, points])?;
     let mut fwd = vec![0.0; points * 2 * modes];
     let mut inv = vec![0.0; 2 * modes * points];
     for j in 0..points {

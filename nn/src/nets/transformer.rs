@@ -85,6 +85,7 @@ impl TokenBatch {
             ));
         }
         let len = seqs.iter().map(Vec::len).max().unwrap_or(0);
+        tensor::layout::checked_numel("TokenBatch", &[seqs.len(), len])?;
         let ids = seqs
             .iter()
             .flat_map(|s| s.iter().copied().chain(std::iter::repeat(pad)).take(len))

@@ -214,7 +214,10 @@ pub fn dense_curvature<T: Element>(
         .iter()
         .map(|p| p.shape().iter().product::<usize>())
         .sum();
-    let mut cols = Vec::with_capacity(total * total);
+    let mut cols = Vec::with_capacity(tensor::layout::checked_numel(
+        "dense_curvature",
+        &[total, total],
+    )?);
     for i in 0..total {
         let mut e = vec![T::zero(); total];
         e[i] = T::one();

@@ -274,7 +274,7 @@ impl<T: Element> Preconditioner<T> {
             ));
         }
         let mut velocity: Option<Vec<Vec<Tensor<T>>>> = None;
-        let mut trace = Vec::with_capacity(cfg.steps + 1);
+        let mut trace = Vec::with_capacity(cfg.steps.saturating_add(1).min(1 << 16));
         let mut sanitised = 0;
         for _ in 0..cfg.steps {
             let factors = self.factors();

@@ -21,7 +21,7 @@ fn jacobian(f: &LeafFn<'_>, at: &[Tensor<f64>]) -> Result<Tensor<f64>> {
     let refs: Vec<&Var<f64>> = leaves.iter().collect();
     let y = f(&leaves)?;
     let (m, n) = (y.numel(), at.iter().map(|t| t.numel()).sum::<usize>());
-    let mut rows = Vec::with_capacity(m * n);
+    let mut rows = Vec::with_capacity(tensor::layout::checked_numel("jacobian", &[m, n])?);
     for k in 0..m {
         let mut e = vec![0.0; m];
         e[k] = 1.0;
@@ -97,7 +97,7 @@ pub fn exact_lqr_step(
         .value()
         .reshape(&[b * classes, 1])?;
     let dim = b * classes;
-    let mut q = vec![0.0; dim * dim];
+    let mut q = vec![0.0; tensor::layout::checked_numel("exact_lqr_step", &[dim, dim])?];
     for k in 0..dim {
         let mut e = vec![0.0; dim];
         e[k] = 1.0;

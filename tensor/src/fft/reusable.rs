@@ -6,6 +6,7 @@
 use super::plan;
 use crate::element::Element;
 use crate::error::{Error, Result};
+use crate::layout::checked_numel;
 use std::sync::Arc;
 
 /// The complex FFT of one length on split data (real parts and imaginary parts in
@@ -14,7 +15,7 @@ use std::sync::Arc;
 ///
 /// ```
 /// use tensor::fft::FftPlan;
-/// let mut plan = FftPlan::<f64>::new(4);
+/// let mut plan = FftPlan::<f64>::new(4).unwrap();
 /// let (mut re, mut im) = (vec![1.0, 2.0, 3.0, 4.0], vec![0.0; 4]);
 /// plan.forward(&mut re, &mut im).unwrap();
 /// assert_eq!((re[0], im[0]), (10.0, 0.0));
@@ -28,11 +29,13 @@ pub struct FftPlan<T: Element> {
 }
 
 impl<T: Element> FftPlan<T> {
-    /// The plan of length `n` (shared with the tensor ops' cache), with its scratch.
-    pub fn new(n: usize) -> Self {
+    /// The plan of length `n` (shared with the tensor ops' cache), with its
+    /// scratch; a length past the allocation cap is an error naming it.
+    pub fn new(n: usize) -> Result<Self> {
+        checked_numel("FftPlan::new", &[n])?;
         let plan = plan::plan::<T>(n);
         let scratch = plan.scratch();
-        FftPlan { plan, scratch, n }
+        Ok(FftPlan { plan, scratch, n })
     }
 
     /// The transform's length.

@@ -17,6 +17,7 @@ pub mod solver;
 
 use solver::{Solver, Spectrum};
 use std::f64::consts::PI;
+use tensor::layout::checked_numel;
 use tensor::{Error, Result, Rng, Tensor};
 
 /// What to generate.
@@ -65,6 +66,10 @@ impl BurgersConfig {
                 ),
             ));
         }
+        // Sized before anything is allocated: the data, and the solver's grid
+        // (twice as fine in the convergence check).
+        checked_numel("Burgers", &[self.samples, self.points.max(n)])?;
+        checked_numel("Burgers", &[2, n])?;
         if !(self.horizon.is_finite() && self.horizon > 0.0) {
             return Err(Error::value(
                 "Burgers",
@@ -111,9 +116,11 @@ pub fn field_std(k: usize) -> f64 {
     25.0 / ((2.0 * PI * k as f64).powi(2) + 25.0)
 }
 
-/// Draws `batch` initial conditions as spectra on an N-point grid, modes 1 … N/3.
-pub fn random_field(batch: usize, points: usize, rng: &mut Rng) -> Spectrum {
+/// Draws `batch` initial conditions as spectra on an N-point grid, modes 1 … N/3
+/// (the sizes checked against the allocation cap first).
+pub fn random_field(batch: usize, points: usize, rng: &mut Rng) -> Result<Spectrum> {
     let bins = points / 2 + 1;
+    checked_numel("random_field", &[batch, bins])?;
     let modes = points / 3;
     let mut s = Spectrum {
         batch,
@@ -130,7 +137,7 @@ pub fn random_field(batch: usize, points: usize, rng: &mut Rng) -> Spectrum {
             s.im[r * bins + k] = -amplitude * field_std(k) * b;
         }
     }
-    s
+    Ok(s)
 }
 
 /// Values `[batch, s]` of a spectrum on an N-grid: every (N/s)-th grid value when s
@@ -156,7 +163,7 @@ pub fn convergence_check(cfg: &BurgersConfig, functions: usize) -> Result<f64> {
     let n = cfg.solver_points;
     let coarse = Solver::new(n, cfg.viscosity, cfg.dt)?;
     let fine = Solver::new(2 * n, cfg.viscosity, cfg.dt / 2.0)?;
-    let u0 = random_field(functions.max(1), n, &mut Rng::new(cfg.seed));
+    let u0 = random_field(functions.max(1), n, &mut Rng::new(cfg.seed))?;
     let u0_fine = Spectrum::from_values(&u0.values(2 * n)?)?;
     let a = sample(&coarse.run(&u0, steps, |_, _| {})?, cfg.points)?;
     let b = sample(&fine.run(&u0_fine, 2 * steps, |_, _| {})?, cfg.points)?;
@@ -174,7 +181,7 @@ pub fn generate(cfg: &BurgersConfig) -> Result<BurgersData> {
     let mut done = 0;
     while done < cfg.samples {
         let batch = (cfg.samples - done).min(64);
-        let u0 = random_field(batch, cfg.solver_points, &mut rng);
+        let u0 = random_field(batch, cfg.solver_points, &mut rng)?;
         let ut = solver.run(&u0, steps, |_, _| {})?;
         initial.push(sample(&u0, cfg.points)?);
         fin.push(sample(&ut, cfg.points)?);

@@ -126,6 +126,7 @@ impl Solver {
         }
         let decay = |k: usize, t: f64| (-viscosity * (2.0 * PI * k as f64).powi(2) * t).exp();
         let bins = points / 2 + 1;
+        tensor::layout::checked_numel("Burgers solver", &[bins])?;
         Ok(Solver {
             points,
             dt,

@@ -128,6 +128,10 @@ impl Geometry {
                 ),
             ));
         }
+        // The gradient ops take the input's or the weight's shape from the caller:
+        // both are sizes of buffers to come.
+        checked_numel(op, input)?;
+        checked_numel(op, weight)?;
         let g = spec.groups;
         let (s, d) = (spec.stride, spec.dilation);
         if g == 0 || s.0 == 0 || s.1 == 0 || d.0 == 0 || d.1 == 0 {
