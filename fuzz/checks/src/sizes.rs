@@ -37,7 +37,7 @@ pub fn run(bytes: &[u8]) {
         let (Some(a), Some(b)) = (size(&mut input), size(&mut input)) else {
             return;
         };
-        let small = a.min(SMALL).max(1);
+        let small = a.clamp(1, SMALL);
         // (elements asked for, the shape a success must have, the call)
         let (numel, want, call): (Option<usize>, Vec<usize>, Box<dyn Fn() -> Outcome>) = match op {
             0 => (
