@@ -1,5 +1,5 @@
 #!/bin/bash
-# Runs the README's two scale-out recipes ("Sharded sweeps": a SLURM job array and
+# Runs models/README.md's two scale-out recipes ("Sharded sweeps": a SLURM job array and
 # GNU parallel) for real on this one machine, and checks that each one's merged
 # table equals the table of an unsharded run of the same sweep.
 #
@@ -16,7 +16,7 @@
 # alone. The daemons started here are stopped on exit.
 #
 # The recipes are run from a working directory of their own with the README's
-# relative paths (runs/sweep ...), so the printed recipe texts are what the README
+# relative paths (runs/sweep ...), so the printed recipe texts are what models/README.md
 # shows, with the binary's path and the experiment in place.
 set -euo pipefail
 

@@ -2,7 +2,7 @@
 //! NumPy broadcasting, element-wise and reduction kernels, matrix products, and a
 //! seeded, splittable RNG.
 //!
-//! Contracts (see `DESIGN.md`): every operation whose validity depends on the
+//! Contracts (see `docs/DESIGN.md` in the repository): every operation whose validity depends on the
 //! caller's values returns [`Result`] with an error naming the operation and the
 //! values; results are bitwise identical whatever the number of threads; `unsafe`
 //! lives only in [`kernels`].

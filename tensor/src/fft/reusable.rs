@@ -30,8 +30,12 @@ pub struct FftPlan<T: Element> {
 
 impl<T: Element> FftPlan<T> {
     /// The plan of length `n` (shared with the tensor ops' cache), with its
-    /// scratch; a length past the allocation cap is an error naming it.
+    /// scratch; a zero length, or one past the allocation cap, is an error naming
+    /// it.
     pub fn new(n: usize) -> Result<Self> {
+        if n == 0 {
+            return Err(Error::value("FftPlan::new", "the length must be positive"));
+        }
         checked_numel("FftPlan::new", &[n])?;
         let plan = plan::plan::<T>(n);
         let scratch = plan.scratch();

@@ -277,3 +277,42 @@ fn bad_calls_are_named() {
         .contains("unknown normalisation"));
     assert_eq!(Norm::parse("ortho").unwrap(), Norm::Ortho);
 }
+
+proptest! {
+    /// A reusable plan gives the tensor op's bits on the caller's split buffers,
+    /// forward and inverse.
+    #[test]
+    fn a_reusable_plan_gives_the_tensor_ops_bits(n in 1usize..300, seed in any::<u64>()) {
+        use tensor::fft::FftPlan;
+        let mut rng = Rng::new(seed);
+        let x = Tensor::<f64>::rand_normal(&[n, 2], 0.0, 1.0, &mut rng).unwrap();
+        let v = x.to_vec();
+        let (mut re, mut im): (Vec<f64>, Vec<f64>) = v.chunks(2).map(|c| (c[0], c[1])).unzip();
+        let mut plan = FftPlan::<f64>::new(n).unwrap();
+        plan.forward(&mut re, &mut im).unwrap();
+        let want = x.fft(0, Norm::Backward).unwrap().to_vec();
+        let got: Vec<f64> = re.iter().zip(&im).flat_map(|(a, b)| [*a, *b]).collect();
+        prop_assert_eq!(bits(&got), bits(&want));
+        plan.inverse(&mut re, &mut im).unwrap();
+        let back = x.fft(0, Norm::Backward).unwrap().ifft(0, Norm::Backward).unwrap().to_vec();
+        let got: Vec<f64> = re.iter().zip(&im).flat_map(|(a, b)| [*a, *b]).collect();
+        prop_assert_eq!(bits(&got), bits(&back));
+    }
+}
+
+/// A zero length (whose plan would never finish factorising) and a length past
+/// the allocation cap are errors; buffers of the wrong length too.
+#[test]
+fn reusable_plans_refuse_bad_lengths() {
+    use tensor::fft::FftPlan;
+    let e = FftPlan::<f32>::new(0).err().unwrap().to_string();
+    assert!(e.contains("positive"), "{e}");
+    assert!(FftPlan::<f64>::new(1 << 40).is_err());
+    let mut plan = FftPlan::<f64>::new(8).unwrap();
+    let (mut re, mut im) = (vec![0.0; 8], vec![0.0; 7]);
+    assert!(plan.forward(&mut re, &mut im).is_err());
+}
+
+fn bits(v: &[f64]) -> Vec<u64> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
