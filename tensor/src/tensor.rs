@@ -21,6 +21,20 @@ pub struct Tensor<T: Send + 'static> {
 
 impl<T: Copy + Send + Sync + 'static> Tensor<T> {
     /// A tensor owning `data`, laid out row-major with `shape`.
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let t = Tensor::<f64>::from_vec(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])?;
+    /// assert_eq!((t.shape(), t.ndim(), t.numel()), (&[2, 3][..], 2, 6));
+    /// assert_eq!(t.get(&[1, 0])?, 4.0);
+    /// assert_eq!(t.to_vec(), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    /// // Six values do not fill a [4, 2] tensor: an error naming the op and the shape.
+    /// let e = Tensor::<f64>::from_vec(vec![0.0; 6], &[4, 2]).unwrap_err();
+    /// assert_eq!(e.to_string(), "from_vec: shape [4, 2] needs 8 elements but 6 were given");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn from_vec(data: Vec<T>, shape: &[usize]) -> Result<Self> {
         let n = checked_numel("from_vec", shape)?;
         if n != data.len() {
@@ -260,6 +274,19 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
     }
 
     /// The element at a logical index.
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let t = Tensor::<f32>::from_vec(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])?;
+    /// assert_eq!(t.get(&[1, 2])?, 6.0);
+    /// // Out of range, or the wrong number of indices: errors naming `get` and the values.
+    /// let e = t.get(&[0, 5]).unwrap_err();
+    /// assert_eq!(e.to_string(), "get: index 5 is out of range for axis 1 of length 3");
+    /// assert!(t.get(&[0]).unwrap_err().to_string().starts_with("get: index [0] has 1 entries"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn get(&self, index: &[usize]) -> Result<T> {
         if index.len() != self.ndim() {
             return Err(Error::shape(
@@ -337,6 +364,19 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
 
 impl<T: Element> Tensor<T> {
     /// A tensor of zeros.
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let z = Tensor::<f64>::zeros(&[2, 3])?;
+    /// assert_eq!(z.shape(), &[2, 3]);
+    /// assert!(z.to_vec().iter().all(|&v| v == 0.0));
+    /// // Rank 0 is a scalar with one element; a zero-sized axis holds none.
+    /// assert_eq!(Tensor::<f32>::zeros(&[])?.item()?, 0.0);
+    /// assert_eq!(Tensor::<f32>::zeros(&[4, 0])?.numel(), 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn zeros(shape: &[usize]) -> Result<Self> {
         Self::full(shape, T::zero())
     }
@@ -357,6 +397,18 @@ impl<T: Element> Tensor<T> {
     }
 
     /// `start, start + step, ...` up to but excluding `end` (1-D).
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let t = Tensor::<f64>::arange(0.0, 1.0, 0.25)?;
+    /// assert_eq!(t.to_vec(), vec![0.0, 0.25, 0.5, 0.75]); // `end` excluded
+    /// let down = Tensor::<f32>::arange(3.0, 0.0, -1.0)?;
+    /// assert_eq!(down.to_vec(), vec![3.0, 2.0, 1.0]);
+    /// assert!(Tensor::<f64>::arange(0.0, 1.0, 0.0).unwrap_err().to_string().starts_with("arange"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn arange(start: f64, end: f64, step: f64) -> Result<Self> {
         if !(start.is_finite() && end.is_finite() && step.is_finite()) || step == 0.0 {
             return Err(Error::value(
@@ -377,6 +429,16 @@ impl<T: Element> Tensor<T> {
     }
 
     /// `n` evenly spaced values from `start` to `end` inclusive (1-D).
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let t = Tensor::<f64>::linspace(-1.0, 1.0, 5)?;
+    /// assert_eq!(t.to_vec(), vec![-1.0, -0.5, 0.0, 0.5, 1.0]); // both ends included
+    /// assert_eq!(Tensor::<f64>::linspace(2.0, 9.0, 1)?.to_vec(), vec![2.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn linspace(start: f64, end: f64, n: usize) -> Result<Self> {
         if !(start.is_finite() && end.is_finite()) {
             return Err(Error::value(
@@ -398,6 +460,17 @@ impl<T: Element> Tensor<T> {
     }
 
     /// The `n × n` identity matrix.
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let i = Tensor::<f64>::eye(3)?;
+    /// assert_eq!(i.to_vec(), vec![1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]);
+    /// let a = Tensor::arange(0.0, 6.0, 1.0)?.reshape(&[3, 2])?;
+    /// assert!(i.matmul(&a)?.bit_eq(&a)); // I·A = A exactly
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn eye(n: usize) -> Result<Self> {
         checked_numel("eye", &[n, n])?;
         let mut data = storage::filled(n * n, T::zero());

@@ -8,6 +8,19 @@ use crate::tensor::Tensor;
 
 impl<T: Copy + Send + Sync + 'static> Tensor<T> {
     /// Reorders the axes: axis `i` of the result is axis `axes[i]` of `self`.
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let x = Tensor::<f64>::arange(0.0, 24.0, 1.0)?.reshape(&[2, 3, 4])?;
+    /// let y = x.permute(&[2, 0, 1])?; // a view: no element is copied
+    /// assert_eq!(y.shape(), &[4, 2, 3]);
+    /// assert!(y.shares_storage(&x) && !y.is_contiguous());
+    /// assert_eq!(y.get(&[3, 1, 2])?, x.get(&[1, 2, 3])?);
+    /// assert!(x.permute(&[0, 1]).unwrap_err().to_string().starts_with("permute"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn permute(&self, axes: &[isize]) -> Result<Tensor<T>> {
         let nd = self.ndim();
         if axes.len() != nd {
@@ -38,6 +51,20 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
     }
 
     /// Swaps the last two axes (the matrix transpose of a batch of matrices).
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let a = Tensor::<f32>::from_vec(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])?;
+    /// let at = a.t()?;
+    /// assert_eq!(at.shape(), &[3, 2]);
+    /// assert!(at.shares_storage(&a)); // zero-copy: only the strides change
+    /// assert_eq!(at.strides(), &[1, 3]);
+    /// assert_eq!(at.to_vec(), vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+    /// assert!(Tensor::<f32>::zeros(&[3])?.t().is_err()); // a vector has no matrix transpose
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn t(&self) -> Result<Tensor<T>> {
         if self.ndim() < 2 {
             return Err(Error::shape(
@@ -53,6 +80,19 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
     }
 
     /// The `len` elements starting at `start` along `axis`.
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let x = Tensor::<f64>::arange(0.0, 8.0, 1.0)?.reshape(&[2, 4])?;
+    /// let mid = x.narrow(1, 1, 2)?; // columns 1 and 2
+    /// assert_eq!(mid.to_vec(), vec![1.0, 2.0, 5.0, 6.0]);
+    /// assert!(mid.shares_storage(&x));
+    /// let e = x.narrow(-1, 3, 2).unwrap_err();
+    /// assert_eq!(e.to_string(), "narrow: range 3..5 exceeds axis 1 of shape [2, 4]");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn narrow(&self, axis: isize, start: usize, len: usize) -> Result<Tensor<T>> {
         let ax = normalize_axis("narrow", axis, self.ndim())?;
         let d = self.shape()[ax];
@@ -117,6 +157,19 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
     }
 
     /// Broadcasts to `shape` without copying (stride 0 on repeated axes).
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let row = Tensor::<f64>::from_vec(vec![1.0, 2.0, 3.0], &[3])?;
+    /// let b = row.broadcast_to(&[2, 3])?;
+    /// assert_eq!(b.strides(), &[0, 1]); // the new axis repeats the storage
+    /// assert!(b.shares_storage(&row));
+    /// assert_eq!(b.to_vec(), vec![1.0, 2.0, 3.0, 1.0, 2.0, 3.0]);
+    /// assert!(row.broadcast_to(&[2, 4]).is_err()); // 3 does not stretch to 4
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor<T>> {
         checked_numel("broadcast_to", shape)?;
         let l = self.layout().broadcast_to("broadcast_to", shape)?;
@@ -125,6 +178,21 @@ impl<T: Copy + Send + Sync + 'static> Tensor<T> {
 
     /// The same elements with another shape: a view when `self` is contiguous, a copy
     /// otherwise.
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let x = Tensor::<f64>::arange(0.0, 6.0, 1.0)?;
+    /// let m = x.reshape(&[2, 3])?;
+    /// assert!(m.shares_storage(&x)); // contiguous: a view
+    /// let mt = m.t()?.reshape(&[6])?;
+    /// assert!(!mt.shares_storage(&x)); // transposed: a copy in the new order
+    /// assert_eq!(mt.to_vec(), vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+    /// let e = x.reshape(&[4, 2]).unwrap_err();
+    /// assert!(e.to_string().starts_with("reshape: cannot reshape [6]"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn reshape(&self, shape: &[usize]) -> Result<Tensor<T>> {
         let n = checked_numel("reshape", shape)?;
         if n != self.numel() {

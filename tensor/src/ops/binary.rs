@@ -78,6 +78,23 @@ impl<T: Element> Tensor<T> {
     }
 
     /// a + b.
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let m = Tensor::<f64>::from_vec(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])?;
+    /// let row = Tensor::from_vec(vec![10.0, 20.0, 30.0], &[3])?;
+    /// assert_eq!(m.add(&row)?.to_vec(), vec![11.0, 22.0, 33.0, 14.0, 25.0, 36.0]);
+    /// // [2, 1] + [1, 3] broadcasts both ways to [2, 3]: an outer sum.
+    /// let col = Tensor::from_vec(vec![0.0, 100.0], &[2, 1])?;
+    /// let outer = col.add(&row.reshape(&[1, 3])?)?;
+    /// assert_eq!(outer.to_vec(), vec![10.0, 20.0, 30.0, 110.0, 120.0, 130.0]);
+    /// // Shapes that do not broadcast are an error naming the op.
+    /// let e = m.add(&Tensor::zeros(&[2])?).unwrap_err();
+    /// assert!(e.to_string().starts_with("add:"), "{e}");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn add(&self, other: &Tensor<T>) -> Result<Tensor<T>> {
         self.zip_with(other, "add", |a, b| a + b)
     }

@@ -54,6 +54,19 @@ fn check_index_shape(op: &'static str, base: &[usize], index: &[usize], axis: us
 
 impl<T: Copy + Send + Sync + 'static> Tensor<T> {
     /// The slices at `indices` along `axis`, in that order (indices may repeat).
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let x = Tensor::<f64>::arange(0.0, 6.0, 1.0)?.reshape(&[3, 2])?;
+    /// let rows = x.index_select(0, &[2, 0, 2])?; // rows may repeat
+    /// assert_eq!(rows.shape(), &[3, 2]);
+    /// assert_eq!(rows.to_vec(), vec![4.0, 5.0, 0.0, 1.0, 4.0, 5.0]);
+    /// let e = x.index_select(0, &[3]).unwrap_err();
+    /// assert_eq!(e.to_string(), "index_select: index 3 is out of range for axis 0 of length 3");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn index_select(&self, axis: isize, indices: &[usize]) -> Result<Tensor<T>> {
         let ax = normalize_axis("index_select", axis, self.ndim())?;
         let d = self.shape()[ax];

@@ -59,6 +59,22 @@ fn batch_offsets(offset: usize, strides: &[isize], batch: &[usize]) -> Vec<usize
 impl<T: Element> Tensor<T> {
     /// Matrix product over the last two axes, broadcasting the leading (batch) axes:
     /// `[..., m, k] x [..., k, n] -> [..., m, n]`.
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let a = Tensor::<f64>::from_vec(vec![1.0, 2.0, 3.0, 4.0], &[2, 2])?;
+    /// let b = Tensor::from_vec(vec![5.0, 6.0, 7.0, 8.0], &[2, 2])?;
+    /// assert_eq!(a.matmul(&b)?.to_vec(), vec![19.0, 22.0, 43.0, 50.0]);
+    /// // A batch of 3 matrices times one matrix: the batch axis broadcasts.
+    /// let batch = Tensor::<f64>::ones(&[3, 4, 2])?;
+    /// assert_eq!(batch.matmul(&b)?.shape(), &[3, 4, 2]);
+    /// // Mismatched inner dimensions: an error naming the op and both shapes.
+    /// let e = a.matmul(&Tensor::zeros(&[3, 1])?).unwrap_err().to_string();
+    /// assert!(e.starts_with("matmul: [2, 2] x [3, 1]"), "{e}");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn matmul(&self, rhs: &Tensor<T>) -> Result<Tensor<T>> {
         let (sa, sb) = (self.shape(), rhs.shape());
         if sa.len() < 2 || sb.len() < 2 {

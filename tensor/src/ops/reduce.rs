@@ -262,6 +262,20 @@ impl<T: Element> Tensor<T> {
     }
 
     /// Sum over `axes` (an empty sum is 0).
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let x = Tensor::<f64>::from_vec(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])?;
+    /// assert_eq!(x.sum(&[0], false)?.to_vec(), vec![5.0, 7.0, 9.0]); // down the columns
+    /// let rows = x.sum(&[-1], true)?; // along each row, keeping the axis
+    /// assert_eq!((rows.shape(), rows.to_vec()), (&[2, 1][..], vec![6.0, 15.0]));
+    /// assert_eq!(x.sum(&[0, 1], false)?.item()?, 21.0);
+    /// assert_eq!(x.sum_all().item()?, 21.0);
+    /// assert!(x.sum(&[2], false).is_err()); // no axis 2
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn sum(&self, axes: &[isize], keepdim: bool) -> Result<Tensor<T>> {
         if let Some((rest, tail)) = self.trailing_split("sum", axes)? {
             let kept = self.sum(&tail, true)?.sum(&rest, true)?;
@@ -359,6 +373,19 @@ impl<T: Element> Tensor<T> {
     }
 
     /// Mean over `axes`.
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let x = Tensor::<f64>::from_vec(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])?;
+    /// assert_eq!(x.mean(&[1], false)?.to_vec(), vec![2.0, 5.0]);
+    /// assert_eq!(x.mean(&[0], true)?.shape(), &[1, 3]);
+    /// assert_eq!(x.mean_all()?.item()?, 3.5);
+    /// // The mean of nothing is an error, not a NaN.
+    /// assert!(Tensor::<f64>::zeros(&[0, 3])?.mean(&[0], false).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn mean(&self, axes: &[isize], keepdim: bool) -> Result<Tensor<T>> {
         if let Some((rest, tail)) = self.trailing_split("mean", axes)? {
             let n = self.reduced_count(&rest, &tail);
@@ -389,6 +416,18 @@ impl<T: Element> Tensor<T> {
     }
 
     /// Maximum over `axes` (NaN if any element is NaN).
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let x = Tensor::<f64>::from_vec(vec![3.0, 9.0, 1.0, 4.0, 2.0, 8.0], &[2, 3])?;
+    /// assert_eq!(x.max(&[1], false)?.to_vec(), vec![9.0, 8.0]);
+    /// assert_eq!(x.max(&[0], false)?.to_vec(), vec![4.0, 9.0, 8.0]);
+    /// assert_eq!(x.argmax(1, false)?.to_vec(), vec![1, 2]);
+    /// assert_eq!((x.max_all()?, x.min_all()?), (9.0, 1.0));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn max(&self, axes: &[isize], keepdim: bool) -> Result<Tensor<T>> {
         self.reduce_rows("max", axes, keepdim, false, max_slice)
     }
@@ -562,6 +601,20 @@ impl<T: Element> Tensor<T> {
     }
 
     /// exp(x − logsumexp(x)) along `axis`: each slice sums to 1.
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// // Large logits do not overflow: the row's maximum is subtracted first.
+    /// let x = Tensor::<f64>::from_vec(vec![1000.0, 1000.0, 0.0, 2.0_f64.ln()], &[2, 2])?;
+    /// let p = x.softmax(-1)?;
+    /// assert_eq!(p.get(&[0, 0])?, 0.5);
+    /// assert!((p.get(&[1, 1])? - 2.0 / 3.0).abs() < 1e-15);
+    /// let rows = p.sum(&[-1], false)?.to_vec();
+    /// assert!(rows.iter().all(|s| (s - 1.0).abs() < 1e-15));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn softmax(&self, axis: isize) -> Result<Tensor<T>> {
         self.along_axis("softmax", axis, |x, o| {
             let m = max_slice(x);

@@ -46,6 +46,18 @@ impl<T: Element> Tensor<T> {
         })
     }
     /// eˣ.
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let x = Tensor::<f64>::from_vec(vec![0.0, 1.0, 2.0_f64.ln()], &[3])?;
+    /// let y = x.exp().to_vec();
+    /// assert_eq!(y[0], 1.0);
+    /// assert!((y[1] - std::f64::consts::E).abs() < 1e-15 && (y[2] - 2.0).abs() < 1e-15);
+    /// assert!(x.exp().ln().sub(&x)?.abs().max_all()? < 1e-15); // ln inverts exp
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn exp(&self) -> Tensor<T> {
         self.map_kernel(T::exp_slice)
     }
