@@ -19,6 +19,21 @@ pub fn max_elements() -> usize {
 
 /// Sets the cap on a tensor's element count (process-wide), e.g. higher on a
 /// machine with more memory. Zero is refused.
+///
+/// ```
+/// use tensor::{limits, Tensor};
+/// # fn main() -> tensor::Result<()> {
+/// assert_eq!(limits::max_elements(), limits::DEFAULT_MAX_ELEMENTS);
+/// limits::set_max_elements(1000)?;
+/// // A shape past the cap is refused before any memory is asked for.
+/// let e = Tensor::<f32>::zeros(&[100, 100]).unwrap_err().to_string();
+/// assert!(e.contains("[100, 100]") && e.contains("allocation cap of 1000"), "{e}");
+/// assert!(Tensor::<f32>::zeros(&[10, 100]).is_ok()); // 1000 elements: at the cap
+/// assert!(limits::set_max_elements(0).is_err());
+/// limits::set_max_elements(limits::DEFAULT_MAX_ELEMENTS)?; // restore the default
+/// # Ok(())
+/// # }
+/// ```
 pub fn set_max_elements(n: usize) -> Result<()> {
     if n == 0 {
         return Err(Error::value(

@@ -264,6 +264,23 @@ impl<T: Element> Tensor<T> {
 
     /// The transform of a real tensor along `axis`, keeping the n/2 + 1 non-negative
     /// frequencies (the rest follow by Hermitian symmetry); the result is complex.
+    ///
+    /// ```
+    /// use tensor::{fft::Norm, Tensor};
+    /// # fn main() -> tensor::Result<()> {
+    /// // cos(2π·j/8) has all its energy in bin 1: X₁ = n/2 = 4 (real).
+    /// let n = 8;
+    /// let x = Tensor::<f64>::from_vec(
+    ///     (0..n).map(|j| (std::f64::consts::TAU * j as f64 / n as f64).cos()).collect(),
+    ///     &[n],
+    /// )?;
+    /// let spec = x.rfft(0, Norm::Backward)?;
+    /// assert_eq!(spec.shape(), &[n / 2 + 1, 2]); // n/2 + 1 bins of (re, im)
+    /// assert!((spec.get(&[1, 0])? - 4.0).abs() < 1e-12);
+    /// assert!(spec.get(&[0, 0])?.abs() < 1e-12 && spec.get(&[2, 0])?.abs() < 1e-12);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn rfft(&self, axis: isize, norm: Norm) -> Result<Tensor<T>> {
         let ax = normalize_axis("rfft", axis, self.ndim())?;
         let n = self.shape()[ax];
@@ -288,6 +305,23 @@ impl<T: Element> Tensor<T> {
     /// The real signal of length `n` along `axis` whose rfft is `self` (complex):
     /// bins beyond n/2 are ignored, missing ones are zero, and the imaginary parts of
     /// the zero and Nyquist bins do not contribute (as in NumPy).
+    ///
+    /// ```
+    /// use tensor::{fft::Norm, Rng, Tensor};
+    /// # fn main() -> tensor::Result<()> {
+    /// // rfft then irfft with the length given back: the round trip restores the signal
+    /// // for odd and even lengths, under every normalisation.
+    /// for n in [7, 16] {
+    ///     let x = Tensor::<f64>::rand_normal(&[3, n], 0.0, 1.0, &mut Rng::new(1))?;
+    ///     for norm in [Norm::Backward, Norm::Ortho, Norm::Forward] {
+    ///         let back = x.rfft(1, norm)?.irfft(1, n, norm)?;
+    ///         assert_eq!(back.shape(), &[3, n]);
+    ///         assert!(back.sub(&x)?.abs().max_all()? < 1e-13);
+    ///     }
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn irfft(&self, axis: isize, n: usize, norm: Norm) -> Result<Tensor<T>> {
         let ax = complex_axis("irfft", self, axis)?;
         if n == 0 {

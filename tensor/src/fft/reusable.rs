@@ -68,6 +68,25 @@ impl<T: Element> FftPlan<T> {
     }
 
     /// The forward transform of (re, im), in place.
+    ///
+    /// ```
+    /// use tensor::fft::{FftPlan, Norm};
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// // The plan's transform is the tensor op's, on split buffers instead of pairs.
+    /// let (re, im) = (vec![1.0, -2.0, 0.5, 3.0, 0.0], vec![0.0, 1.0, -1.0, 2.0, 0.25]);
+    /// let pairs: Vec<f64> = re.iter().zip(&im).flat_map(|(&r, &i)| [r, i]).collect();
+    /// let want = Tensor::from_vec(pairs, &[5, 2])?.fft(0, Norm::Backward)?.to_vec();
+    /// let mut plan = FftPlan::<f64>::new(5)?;
+    /// let (mut r, mut i) = (re.clone(), im.clone());
+    /// plan.forward(&mut r, &mut i)?;
+    /// for k in 0..5 {
+    ///     assert!((r[k] - want[2 * k]).abs() < 1e-12 && (i[k] - want[2 * k + 1]).abs() < 1e-12);
+    /// }
+    /// assert!(plan.forward(&mut r[..4], &mut i[..4]).is_err()); // wrong length
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn forward(&mut self, re: &mut [T], im: &mut [T]) -> Result<()> {
         self.check("FftPlan::forward", re, im)?;
         if self.n > 0 {

@@ -306,6 +306,21 @@ impl<T: Element> Tensor<T> {
     /// L comes back as a transposed view of the factorisation's own buffer (its
     /// columns contiguous, as LAPACK's and PyTorch's are), which costs no copy;
     /// `contiguous()` gives it row by row.
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let a = Tensor::<f64>::from_vec(vec![4.0, 2.0, 2.0, 3.0], &[2, 2])?;
+    /// let l = a.cholesky()?;
+    /// let r2 = 2.0_f64.sqrt();
+    /// assert_eq!(l.to_vec(), vec![2.0, 0.0, 1.0, r2]);
+    /// assert!(l.matmul(&l.t()?)?.sub(&a)?.abs().max_all()? < 1e-15); // A = L Lᵀ
+    /// // Not positive definite: the error names the op and the failing pivot.
+    /// let e = Tensor::<f64>::from_vec(vec![1.0, 2.0, 2.0, 1.0], &[2, 2])?.cholesky().unwrap_err();
+    /// assert!(e.to_string().starts_with("cholesky"), "{e}");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn cholesky(&self) -> Result<Tensor<T>> {
         // Only the shape here: the lower triangle's finiteness is checked on its
         // transposed copy, band by band while each is in cache (a pass of its own

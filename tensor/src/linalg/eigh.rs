@@ -322,6 +322,21 @@ impl<T: Element> Tensor<T> {
     /// Eigenvalues (ascending, shape `[..., n]`) and orthonormal eigenvectors (the
     /// columns of `[..., n, n]`) of each symmetric matrix, reading its lower triangle:
     /// A = V diag(λ) Vᵀ. Computed in f64; accurate to about 1e-14 relative to ‖A‖.
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let a = Tensor::<f64>::from_vec(vec![2.0, 1.0, 1.0, 2.0], &[2, 2])?;
+    /// let (values, v) = a.eigh()?;
+    /// let l = values.to_vec();
+    /// assert!((l[0] - 1.0).abs() < 1e-14 && (l[1] - 3.0).abs() < 1e-14); // ascending
+    /// // A = V diag(λ) Vᵀ, and the eigenvectors are orthonormal.
+    /// let rebuilt = v.mul(&values.reshape(&[1, 2])?)?.matmul(&v.t()?)?;
+    /// assert!(rebuilt.sub(&a)?.abs().max_all()? < 1e-14);
+    /// assert!(v.t()?.matmul(&v)?.sub(&Tensor::eye(2)?)?.abs().max_all()? < 1e-14);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn eigh(&self) -> Result<(Tensor<T>, Tensor<T>)> {
         let n = square_lower("eigh", self)?;
         let single = self.numel() == n * n;

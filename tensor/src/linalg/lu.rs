@@ -109,6 +109,21 @@ impl<T: Element> Tensor<T> {
     /// X with A X = B for each square A `[.., n, n]` and B `[.., n, m]` with the same
     /// leading axes. A matrix singular to working precision is an error naming the
     /// batch entry and the pivot.
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// // 3x + y = 9, x + 2y = 8.
+    /// let a = Tensor::<f64>::from_vec(vec![3.0, 1.0, 1.0, 2.0], &[2, 2])?;
+    /// let b = Tensor::from_vec(vec![9.0, 8.0], &[2, 1])?;
+    /// let x = a.solve(&b)?.to_vec();
+    /// assert!((x[0] - 2.0).abs() < 1e-14 && (x[1] - 3.0).abs() < 1e-14);
+    /// // A singular system is an error, never a silent infinity.
+    /// let s = Tensor::<f64>::from_vec(vec![1.0, 2.0, 2.0, 4.0], &[2, 2])?;
+    /// assert!(s.solve(&b).unwrap_err().to_string().starts_with("solve"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn solve(&self, b: &Tensor<T>) -> Result<Tensor<T>> {
         let n = square("solve", self)?;
         finite("solve", b)?;
@@ -157,6 +172,20 @@ impl<T: Element> Tensor<T> {
     }
 
     /// A⁻¹ for each square A `[.., n, n]` (errors as [`Tensor::solve`]).
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let a = Tensor::<f64>::from_vec(vec![2.0, 1.0, 0.0, 1.0, 3.0, 1.0, 0.0, 1.0, 4.0], &[3, 3])?;
+    /// let inv = a.inverse()?;
+    /// let err = inv.matmul(&a)?.sub(&Tensor::eye(3)?)?.abs().max_all()?;
+    /// assert!(err < 1e-14, "{err}");
+    /// // Batched: a [2, 3, 3] stack gives two inverses.
+    /// let stack = Tensor::stack(&[&a, &Tensor::eye(3)?], 0)?;
+    /// assert_eq!(stack.inverse()?.index_axis(0, 1)?.to_vec(), Tensor::<f64>::eye(3)?.to_vec());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn inverse(&self) -> Result<Tensor<T>> {
         let n = square("inverse", self)?;
         let mut shape = self.shape().to_vec();

@@ -92,6 +92,20 @@ impl<T: Element> Tensor<T> {
     /// Reduced QR of each `[m, n]` matrix: Q `[m, k]` with orthonormal columns and R
     /// `[k, n]` upper triangular with a non-negative diagonal, k = min(m, n), A = Q R
     /// (for A of full rank k, the unique such factorization). Computed in f64.
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let a = Tensor::<f64>::from_vec(vec![1.0, 2.0, 3.0, 4.0, 5.0, 7.0], &[3, 2])?;
+    /// let (q, r) = a.qr()?;
+    /// assert_eq!((q.shape(), r.shape()), (&[3, 2][..], &[2, 2][..]));
+    /// assert!(q.matmul(&r)?.sub(&a)?.abs().max_all()? < 1e-14); // A = QR
+    /// assert!(q.t()?.matmul(&q)?.sub(&Tensor::eye(2)?)?.abs().max_all()? < 1e-14); // QᵀQ = I
+    /// assert_eq!(r.get(&[1, 0])?, 0.0); // R is upper triangular
+    /// assert!(r.get(&[0, 0])? > 0.0 && r.get(&[1, 1])? > 0.0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn qr(&self) -> Result<(Tensor<T>, Tensor<T>)> {
         let s = self.shape();
         if s.len() < 2 {
@@ -127,6 +141,21 @@ impl<T: Element> Tensor<T> {
     /// Least squares: the X minimising ‖A X − B‖ for each `[m, n]` A with m ≥ n and
     /// full column rank, through QR (X = R⁻¹ Qᵀ B). A rank-deficient A fails, naming
     /// the negligible diagonal entry of R.
+    ///
+    /// ```
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// // Fit y = c₀ + c₁·t to four points on the line y = 1 + 2t.
+    /// let a = Tensor::<f64>::from_vec(vec![1.0, 0.0, 1.0, 1.0, 1.0, 2.0, 1.0, 3.0], &[4, 2])?;
+    /// let y = Tensor::from_vec(vec![1.0, 3.0, 5.0, 7.0], &[4, 1])?;
+    /// let c = a.lstsq(&y)?.to_vec();
+    /// assert!((c[0] - 1.0).abs() < 1e-13 && (c[1] - 2.0).abs() < 1e-13);
+    /// // Two identical columns: rank-deficient, refused with the op's name.
+    /// let rank1 = Tensor::<f64>::ones(&[4, 2])?;
+    /// assert!(rank1.lstsq(&y).unwrap_err().to_string().starts_with("lstsq"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn lstsq(&self, b: &Tensor<T>) -> Result<Tensor<T>> {
         let s = self.shape();
         if s.len() < 2 || s[s.len() - 2] < s[s.len() - 1] {

@@ -60,6 +60,21 @@ pub const WEIGHT_GRAD_GROUPS: usize = 8;
 const PAR_CONV_WORK: usize = 1 << 22;
 
 /// The geometry of a 2-D convolution.
+///
+/// ```
+/// use tensor::{Conv2dSpec, Tensor};
+/// # fn main() -> tensor::Result<()> {
+/// // Two groups of one channel each (a depthwise convolution): a 1×1 kernel
+/// // scales channel 0 by 2 and channel 1 by 3, without mixing them.
+/// let x = Tensor::<f64>::ones(&[1, 2, 3, 3])?;
+/// let w = Tensor::from_vec(vec![2.0, 3.0], &[2, 1, 1, 1])?;
+/// let spec = Conv2dSpec { groups: 2, ..Conv2dSpec::default() };
+/// let y = x.conv2d(&w, spec)?;
+/// assert_eq!(y.shape(), &[1, 2, 3, 3]);
+/// assert_eq!((y.get(&[0, 0, 1, 1])?, y.get(&[0, 1, 1, 1])?), (2.0, 3.0));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Conv2dSpec {
     /// Step between windows (rows, columns).
@@ -286,6 +301,24 @@ impl Geometry {
 impl<T: Element> Tensor<T> {
     /// The 2-D convolution (cross-correlation, as in every framework) of `self`
     /// `[N, C_in, H, W]` with `weight` `[C_out, C_in/groups, kh, kw]`, no bias.
+    ///
+    /// ```
+    /// use tensor::{Conv2dSpec, Tensor};
+    /// # fn main() -> tensor::Result<()> {
+    /// // A 4×4 image and a 2×2 kernel of ones: each output sums a 2×2 window.
+    /// let x = Tensor::<f64>::arange(0.0, 16.0, 1.0)?.reshape(&[1, 1, 4, 4])?;
+    /// let w = Tensor::ones(&[1, 1, 2, 2])?;
+    /// let y = x.conv2d(&w, Conv2dSpec::default())?;
+    /// assert_eq!(y.shape(), &[1, 1, 3, 3]);
+    /// assert_eq!(y.get(&[0, 0, 0, 0])?, 0.0 + 1.0 + 4.0 + 5.0);
+    /// // Stride 2, padding 1: (4 + 2·1 − 2)/2 + 1 = 3 outputs per axis; the first
+    /// // window covers padding and x[0, 0] only, the next x[0, 1] and x[0, 2].
+    /// let y = x.conv2d(&w, Conv2dSpec::new(2, 1))?;
+    /// assert_eq!(y.shape(), &[1, 1, 3, 3]);
+    /// assert_eq!((y.get(&[0, 0, 0, 0])?, y.get(&[0, 0, 0, 1])?), (0.0, 3.0));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn conv2d(&self, weight: &Tensor<T>, spec: Conv2dSpec) -> Result<Tensor<T>> {
         self.convolve("conv2d", weight, None, spec)
     }
