@@ -51,6 +51,19 @@ impl<T: Element> Grads<T> {
 
     /// Adds another set of gradients into this one (gradient accumulation over
     /// several backward passes).
+    ///
+    /// ```
+    /// use autograd::{backward, Var};
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let w = Var::leaf(Tensor::<f64>::from_vec(vec![1.0, 2.0], &[2])?);
+    /// // Two micro-batches, gradients summed: the gradient of the summed loss.
+    /// let mut total = backward(&w.square()?.sum_all()?)?;
+    /// total.accumulate(backward(&w.mul_scalar(3.0)?.sum_all()?)?)?;
+    /// assert_eq!(total.get(&w).unwrap().to_vec(), vec![5.0, 7.0]); // 2w + 3
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn accumulate(&mut self, other: Grads<T>) -> Result<()> {
         for (id, g) in other.map {
             match self.map.get_mut(&id) {
@@ -243,6 +256,24 @@ fn scalar_seed<T: Element>(loss: &Var<T>) -> Result<(Arc<Node<T>>, Var<T>)> {
 /// Gradients of a one-element `loss` with respect to every leaf it depends on.
 /// The backward pass runs on plain tensors (nothing is recorded), and the tape is
 /// released when the last `Var` of the forward pass is dropped.
+///
+/// ```
+/// use autograd::{backward, Var};
+/// use tensor::Tensor;
+/// # fn main() -> tensor::Result<()> {
+/// let x = Var::leaf(Tensor::<f64>::from_vec(vec![1.0, 2.0, 3.0], &[3])?);
+/// let w = Var::leaf(Tensor::from_vec(vec![0.5, -1.0, 2.0], &[3])?);
+/// // loss = Σ wᵢxᵢ + Σ xᵢ²
+/// let loss = w.mul(&x)?.sum_all()?.add(&x.square()?.sum_all()?)?;
+/// let g = backward(&loss)?;
+/// assert_eq!(g.len(), 2); // one gradient per leaf
+/// assert_eq!(g.get(&x).unwrap().to_vec(), vec![2.5, 3.0, 8.0]); // w + 2x
+/// assert_eq!(g.get(&w).unwrap().to_vec(), vec![1.0, 2.0, 3.0]); // x
+/// // The loss must have one element.
+/// assert!(backward(&x.square()?).unwrap_err().to_string().contains("one-element loss"));
+/// # Ok(())
+/// # }
+/// ```
 pub fn backward<T: Element>(loss: &Var<T>) -> Result<Grads<T>> {
     backward_retaining(loss, &[])
 }
@@ -265,6 +296,26 @@ pub fn backward_retaining<T: Element>(loss: &Var<T>, retain: &[&Var<T>]) -> Resu
 /// recorded and the results can be differentiated again (Hessian-vector products,
 /// gradient penalties, log-det of an input Hessian); without it, it runs on plain
 /// tensors.
+///
+/// ```
+/// use autograd::{grad, Var};
+/// use tensor::Tensor;
+/// # fn main() -> tensor::Result<()> {
+/// let x = Var::leaf(Tensor::<f64>::from_vec(vec![3.0], &[1])?);
+/// let y = x.square()?.mul(&x)?; // x³
+/// // First derivative, recorded (create_graph) so it can be differentiated again.
+/// let dy = grad(&[&y], &[&x], None, true)?;
+/// assert_eq!(dy[0].value().to_vec(), vec![27.0]); // 3x²
+/// assert!(dy[0].requires_grad());
+/// let d2y = grad(&[&dy[0]], &[&x], None, false)?;
+/// assert_eq!(d2y[0].value().to_vec(), vec![18.0]); // 6x
+/// // A vector output with a cotangent: the vector-Jacobian product.
+/// let v = x.mul_scalar(2.0)?.broadcast_to(&[2])?;
+/// let c = Var::constant(Tensor::from_vec(vec![1.0, 10.0], &[2])?);
+/// assert_eq!(grad(&[&v], &[&x], Some(&[&c]), false)?[0].value().to_vec(), vec![22.0]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn grad<T: Element>(
     outputs: &[&Var<T>],
     inputs: &[&Var<T>],

@@ -39,6 +39,20 @@ fn check_directions<T: Element>(
 ///
 /// Computed without forward mode: with u a dummy cotangent, g(u) = Jᵀu is linear in
 /// u, and J t = ∂⟨g(u), t⟩/∂u.
+///
+/// ```
+/// use autograd::jvp;
+/// use tensor::Tensor;
+/// # fn main() -> tensor::Result<()> {
+/// // f(x) = x² element-wise has J = diag(2x), so J·t = 2x ⊙ t.
+/// let x = Tensor::<f64>::from_vec(vec![1.0, -2.0, 0.5], &[3])?;
+/// let t = Tensor::from_vec(vec![1.0, 0.0, 2.0], &[3])?;
+/// let (y, jt) = jvp(|p| p[0].square(), &[x], &[t])?;
+/// assert_eq!(y.to_vec(), vec![1.0, 4.0, 0.25]);
+/// assert_eq!(jt.to_vec(), vec![2.0, 0.0, 2.0]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn jvp<T: Element>(
     f: impl Fn(&[Var<T>]) -> Result<Var<T>>,
     xs: &[Tensor<T>],
@@ -59,6 +73,24 @@ pub fn jvp<T: Element>(
 
 /// The Hessian-vector product ∇²f(xs)·v of a scalar function, by differentiating
 /// the gradient (recorded with `create_graph`) along v.
+///
+/// ```
+/// use autograd::{hvp, Var};
+/// use tensor::Tensor;
+/// # fn main() -> tensor::Result<()> {
+/// // f(a, b) = a²b has the Hessian [[2b, 2a], [2a, 0]]: [[4, 2], [2, 0]] at (1, 2).
+/// let f = |p: &[Var<f64>]| {
+///     let (a, b) = (p[0].narrow(0, 0, 1)?, p[0].narrow(0, 1, 1)?);
+///     a.square()?.mul(&b)?.sum_all()
+/// };
+/// let x = Tensor::<f64>::from_vec(vec![1.0, 2.0], &[2])?;
+/// let e0 = Tensor::from_vec(vec![1.0, 0.0], &[2])?;
+/// assert_eq!(hvp(f, &[x.clone()], &[e0])?[0].to_vec(), vec![4.0, 2.0]); // first column
+/// let e1 = Tensor::from_vec(vec![0.0, 1.0], &[2])?;
+/// assert_eq!(hvp(f, &[x], &[e1])?[0].to_vec(), vec![2.0, 0.0]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn hvp<T: Element>(
     f: impl Fn(&[Var<T>]) -> Result<Var<T>>,
     xs: &[Tensor<T>],

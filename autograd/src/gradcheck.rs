@@ -127,6 +127,28 @@ fn compare(
 /// differences. Inputs may be non-contiguous (the analytic pass sees their layout);
 /// broadcast views are refused, as their aliased elements cannot be perturbed one at
 /// a time.
+///
+/// ```
+/// use autograd::{gradcheck, record, GradcheckOptions, Var};
+/// use tensor::Tensor;
+/// # fn main() -> tensor::Result<()> {
+/// let x = Tensor::<f64>::from_vec(vec![0.3, -1.2, 2.0], &[3])?;
+/// let f = |p: &[Var<f64>]| p[0].tanh()?.mul(&p[0])?.sum_all();
+/// let report = gradcheck(f, &[x.clone()], &GradcheckOptions::strict())?;
+/// assert!(report.full_jacobian && report.checks == 3);
+/// assert!(report.max_abs_error < 1e-8);
+/// // A custom op whose backward rule is off by a factor of two is caught.
+/// let wrong = |p: &[Var<f64>]| {
+///     record("double", &[&p[0]], p[0].value().mul_scalar(2.0), |c| {
+///         Ok(vec![Some(c.grad.mul_scalar(4.0)?)])
+///     })?
+///     .sum_all()
+/// };
+/// let e = gradcheck(wrong, &[x], &GradcheckOptions::default()).unwrap_err();
+/// assert!(e.to_string().starts_with("gradcheck: d output[0] / d input 0[0]"), "{e}");
+/// # Ok(())
+/// # }
+/// ```
 pub fn gradcheck(
     f: impl Fn(&[Var<f64>]) -> Result<Var<f64>>,
     inputs: &[Tensor<f64>],

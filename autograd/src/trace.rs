@@ -112,6 +112,23 @@ fn state() -> std::sync::MutexGuard<'static, Option<State>> {
 }
 
 /// Starts tracing (process-wide), discarding any trace in progress.
+///
+/// ```
+/// use autograd::{backward, trace, Var};
+/// use tensor::Tensor;
+/// # fn main() -> tensor::Result<()> {
+/// trace::start(trace::TraceConfig::default())?;
+/// let x = Var::leaf(Tensor::<f64>::from_vec(vec![1.0, 2.0], &[2])?);
+/// backward(&x.exp()?.sum_all()?)?;
+/// let t = trace::stop().expect("tracing was on");
+/// // The forward ops, then the backward rules (which are ops too).
+/// assert_eq!(t.records[0].op, "exp");
+/// assert_eq!((t.records[1].op.as_str(), t.records[1].shape.clone()), ("sum", vec![]));
+/// assert!(t.records.len() > 2 && t.ops == t.records.len() as u64);
+/// assert!(trace::stop().is_none()); // off again
+/// # Ok(())
+/// # }
+/// ```
 pub fn start(cfg: TraceConfig) -> Result<()> {
     if cfg.every_steps == 0 || cfg.max_records == 0 {
         return Err(Error::value(
@@ -132,6 +149,23 @@ pub fn start(cfg: TraceConfig) -> Result<()> {
 }
 
 /// Stops tracing and returns what was recorded (`None` if tracing was off).
+///
+/// ```
+/// use autograd::{trace, Var};
+/// use tensor::Tensor;
+/// # fn main() -> tensor::Result<()> {
+/// assert!(trace::stop().is_none()); // nothing was being traced
+/// trace::start(trace::TraceConfig::default())?;
+/// let x = Var::leaf(Tensor::<f64>::from_vec(vec![-1.0, 4.0], &[2])?);
+/// x.relu()?;
+/// let t = trace::stop().unwrap();
+/// assert!(!trace::is_on());
+/// let r = &t.records[0];
+/// assert_eq!((r.op.as_str(), r.dtype.as_str(), r.min, r.max), ("relu", "f64", 0.0, 4.0));
+/// assert!(r.site.contains(':')); // file:line:column of the call
+/// # Ok(())
+/// # }
+/// ```
 pub fn stop() -> Option<Trace> {
     ON.store(false, Ordering::Release);
     state().take().map(|s| s.trace)
@@ -589,6 +623,29 @@ fn max_differences(a: &[f64], b: &[f64]) -> (f64, f64) {
 /// Compares two traces: a difference in the op sequence (name, dtype, shape) is
 /// reported where it occurs, even after differing values; otherwise the first
 /// value difference.
+///
+/// ```
+/// use autograd::trace::{self, Divergence, Trace, TraceConfig};
+/// use autograd::Var;
+/// use tensor::Tensor;
+/// # fn main() -> tensor::Result<()> {
+/// // The same little computation, traced from a given input.
+/// let run = |a: f64| -> tensor::Result<Trace> {
+///     trace::start(TraceConfig::default())?;
+///     let x = Var::leaf(Tensor::<f64>::from_vec(vec![a, 2.0], &[2])?);
+///     x.square()?.exp()?.sum_all()?;
+///     Ok(trace::stop().unwrap())
+/// };
+/// let (a, b) = (run(1.0)?, run(1.0)?);
+/// assert_eq!(trace::diff(&a, &b), Divergence::Identical { records: 3 });
+/// // One changed input: found at the first op whose output bits differ.
+/// match trace::diff(&a, &run(1.0 + 1e-12)?) {
+///     Divergence::Values { index, a, .. } => assert_eq!((index, a.op.as_str()), (0, "square")),
+///     other => panic!("{other}"),
+/// }
+/// # Ok(())
+/// # }
+/// ```
 pub fn diff(a: &Trace, b: &Trace) -> Divergence {
     let mut first_value = None;
     let n = a.records.len().max(b.records.len());

@@ -90,11 +90,44 @@ impl<T: Element> std::fmt::Debug for Var<T> {
 
 impl<T: Element> Var<T> {
     /// A constant: no gradient flows into it.
+    ///
+    /// ```
+    /// use autograd::{backward, Var};
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let c = Var::constant(Tensor::<f64>::from_vec(vec![3.0, 4.0], &[2])?);
+    /// assert!(!c.requires_grad() && c.id().is_none());
+    /// // Ops on constants alone record nothing (and cost nothing extra).
+    /// assert!(!c.exp()?.requires_grad());
+    /// let w = Var::leaf(Tensor::from_vec(vec![1.0, 1.0], &[2])?);
+    /// let g = backward(&c.mul(&w)?.sum_all()?)?;
+    /// assert_eq!(g.get(&w).unwrap().to_vec(), vec![3.0, 4.0]);
+    /// assert!(g.get(&c).is_none()); // no gradient flows into a constant
+    /// // A loss built from constants only cannot be differentiated.
+    /// let e = backward(&c.sum_all()?).unwrap_err();
+    /// assert!(e.to_string().starts_with("backward:"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn constant(value: Tensor<T>) -> Self {
         Var { value, node: None }
     }
 
     /// A leaf that requires a gradient (a parameter or an input to differentiate by).
+    ///
+    /// ```
+    /// use autograd::{backward, Var};
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let w = Var::leaf(Tensor::<f64>::from_vec(vec![1.0, -2.0], &[2])?);
+    /// assert!(w.requires_grad() && w.is_leaf());
+    /// let loss = w.square()?.sum_all()?; // ‖w‖², recorded on the tape
+    /// assert!(loss.requires_grad() && !loss.is_leaf());
+    /// let g = backward(&loss)?;
+    /// assert_eq!(g.get(&w).unwrap().to_vec(), vec![2.0, -4.0]); // ∇‖w‖² = 2w
+    /// # Ok(())
+    /// # }
+    /// ```
     #[track_caller]
     pub fn leaf(value: Tensor<T>) -> Self {
         let node = new_node("leaf", Vec::new(), None, value.clone(), Location::caller());
@@ -145,6 +178,18 @@ impl<T: Element> Var<T> {
     }
 
     /// The same value as a constant, cut off from the tape.
+    ///
+    /// ```
+    /// use autograd::{backward, Var};
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let x = Var::leaf(Tensor::<f64>::from_vec(vec![3.0], &[1])?);
+    /// // d/dx (x · stop(x)) = stop(x) = 3, where d/dx x² would be 6.
+    /// let y = x.mul(&x.detach())?.sum_all()?;
+    /// assert_eq!(backward(&y)?.get(&x).unwrap().to_vec(), vec![3.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn detach(&self) -> Var<T> {
         Var::constant(self.value.clone())
     }
