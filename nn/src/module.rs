@@ -57,6 +57,24 @@ impl<T: Element> Module<T> for Activation {
 }
 
 /// Modules applied one after another.
+///
+/// ```
+/// use autograd::Var;
+/// use nn::{Activation, Linear, Module, ParamStore, Sequential};
+/// use tensor::{Rng, Tensor};
+/// # fn main() -> tensor::Result<()> {
+/// let store = ParamStore::<f32>::new();
+/// let mut rng = Rng::new(0);
+/// let net = Sequential::new()
+///     .push(Linear::new(&store.root().sub("0"), 4, 8, true, &mut rng)?)
+///     .push(Activation::Relu)
+///     .push(Linear::new(&store.root().sub("2"), 8, 3, true, &mut rng)?);
+/// assert_eq!(net.len(), 3);
+/// let y = net.forward(&Var::constant(Tensor::ones(&[5, 4])?))?;
+/// assert_eq!(y.shape(), &[5, 3]);
+/// # Ok(())
+/// # }
+/// ```
 pub struct Sequential<T: Element> {
     layers: Vec<Box<dyn Module<T>>>,
 }

@@ -103,6 +103,25 @@ struct StoreInner<T: Element> {
 /// All parameters and buffers of a model, in creation order (a stable order for
 /// optimisers and checkpoints), plus the train/eval mode that layers such as
 /// dropout and batch norm read. Cloning shares it.
+///
+/// ```
+/// use nn::{Linear, ParamStore};
+/// use tensor::Rng;
+/// # fn main() -> tensor::Result<()> {
+/// let store = ParamStore::<f32>::new();
+/// let enc = store.root().sub("encoder");
+/// Linear::new(&enc.sub("0"), 3, 4, true, &mut Rng::new(0))?;
+/// Linear::new(&enc.sub("1"), 4, 2, false, &mut Rng::new(1))?;
+/// let names: Vec<String> = store.all().iter().map(|p| p.name().to_string()).collect();
+/// assert_eq!(names, ["encoder.0.weight", "encoder.0.bias", "encoder.1.weight"]);
+/// assert_eq!(store.num_trainable(), 3 * 4 + 4 + 4 * 2);
+/// assert_eq!(store.get("encoder.0.bias").unwrap().shape(), vec![4]);
+/// assert!(store.is_training()); // until `eval()`: dropout and batch norm read this
+/// store.eval();
+/// assert!(!store.is_training());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct ParamStore<T: Element> {
     inner: Arc<StoreInner<T>>,
@@ -226,6 +245,24 @@ impl<T: Element> Scope<T> {
     }
 
     /// Registers a trainable parameter with its initial value.
+    ///
+    /// ```
+    /// use nn::ParamStore;
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let store = ParamStore::<f64>::new();
+    /// let scope = store.root().sub("block").sub("norm");
+    /// let gamma = scope.param("scale", Tensor::ones(&[3])?)?;
+    /// let seen = scope.buffer("seen", Tensor::zeros(&[1])?)?; // saved, never trained
+    /// assert_eq!(gamma.name(), "block.norm.scale");
+    /// assert!(gamma.trainable() && !seen.trainable());
+    /// assert_eq!(store.trainable().len(), 1);
+    /// assert!(scope.param("scale", Tensor::ones(&[3])?).is_err()); // names are unique
+    /// gamma.set(Tensor::from_vec(vec![1.0, 2.0, 3.0], &[3])?)?;
+    /// assert!(gamma.set(Tensor::zeros(&[4])?).is_err()); // the shape is fixed
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn param(&self, name: &str, value: Tensor<T>) -> Result<Param<T>> {
         self.store.add(self.full(name), value, true)
     }
@@ -309,6 +346,22 @@ impl<T: Element> ParamGrads<T> {
 
     /// Rescales so that the global norm is at most `max_norm`; returns the norm
     /// before clipping.
+    ///
+    /// ```
+    /// use nn::ParamGrads;
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let mut g = ParamGrads::from_tensors(vec![
+    ///     Tensor::<f64>::from_vec(vec![3.0, 0.0], &[2])?,
+    ///     Tensor::from_vec(vec![4.0], &[1])?,
+    /// ]);
+    /// assert_eq!(g.global_norm(), 5.0); // over all the tensors together
+    /// assert_eq!(g.clip_global_norm(1.0)?, 5.0);
+    /// assert!((g.global_norm() - 1.0).abs() < 1e-9);
+    /// assert!((g.tensors()[1].item()? - 0.8).abs() < 1e-9); // the direction is kept
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn clip_global_norm(&mut self, max_norm: f64) -> Result<f64> {
         if !(max_norm > 0.0) {
             return Err(Error::value(

@@ -20,6 +20,18 @@ const SCORE_BUDGET: usize = 1 << 22;
 
 /// A causal mask `[Lq, Lk]`: query i may attend to keys j ≤ i + (Lk − Lq) (the last
 /// query sees every key, as when decoding continues a prefix).
+///
+/// ```
+/// use nn::causal_mask;
+/// # fn main() -> tensor::Result<()> {
+/// let x = f32::NEG_INFINITY;
+/// assert_eq!(causal_mask::<f32>(3, 3)?.to_vec(), [0.0, x, x, 0.0, 0.0, x, 0.0, 0.0, 0.0]);
+/// // Two new queries after a prefix: 4 keys, and the last query sees them all.
+/// assert_eq!(causal_mask::<f32>(2, 4)?.to_vec(), [0.0, 0.0, 0.0, x, 0.0, 0.0, 0.0, 0.0]);
+/// assert!(causal_mask::<f32>(3, 2).is_err());
+/// # Ok(())
+/// # }
+/// ```
 pub fn causal_mask<T: Element>(lq: usize, lk: usize) -> Result<Tensor<T>> {
     if lq > lk {
         return Err(Error::shape(
@@ -74,6 +86,24 @@ pub fn combine_masks<T: Element>(
 /// softmax(QKᵀ/√Dh + mask)·V, with dropout on the weights when given. Without
 /// recording and for large score tensors, the heads are computed one at a time so
 /// that only one head's scores exist at once.
+///
+/// ```
+/// use autograd::Var;
+/// use nn::{causal_mask, scaled_dot_product_attention};
+/// use tensor::{Rng, Tensor};
+/// # fn main() -> tensor::Result<()> {
+/// let mut rng = Rng::new(0);
+/// let mut draw = || Tensor::<f64>::rand_normal(&[1, 2, 4, 8], 0.0, 1.0, &mut rng).map(Var::constant);
+/// let (q, k, v) = (draw()?, draw()?, draw()?); // [B, H, L, Dh]
+/// let out = scaled_dot_product_attention(&q, &k, &v, Some(&causal_mask(4, 4)?), None)?;
+/// assert_eq!(out.shape(), &[1, 2, 4, 8]);
+/// // Under the causal mask the first query sees only the first key: its output is
+/// // the first value, in every head.
+/// let first = out.value().narrow(2, 0, 1)?;
+/// assert!(first.sub(&v.value().narrow(2, 0, 1)?)?.abs().max_all()? < 1e-15);
+/// # Ok(())
+/// # }
+/// ```
 pub fn scaled_dot_product_attention<T: Element>(
     q: &Var<T>,
     k: &Var<T>,
@@ -154,6 +184,27 @@ pub fn scaled_dot_product_attention<T: Element>(
 
 /// Multi-head attention: projections of queries, keys and values into `heads`
 /// heads, attention in each, and an output projection.
+///
+/// ```
+/// use autograd::Var;
+/// use nn::{causal_mask, MultiHeadAttention, ParamStore};
+/// use tensor::{Rng, Tensor};
+/// # fn main() -> tensor::Result<()> {
+/// let store = ParamStore::<f64>::new();
+/// let mut rng = Rng::new(0);
+/// let mha = MultiHeadAttention::new(&store.root().sub("attn"), 8, 2, 0.0, &mut rng)?;
+/// let x = Tensor::rand_normal(&[1, 5, 8], 0.0, 1.0, &mut rng)?; // [B, L, D]
+/// let mask = causal_mask(5, 5)?;
+/// let run = |x: &Tensor<f64>| mha.attend(&Var::constant(x.clone()), &Var::constant(x.clone()), Some(&mask));
+/// let y = run(&x)?;
+/// assert_eq!(y.shape(), &[1, 5, 8]);
+/// // Causal self-attention: a new last token changes no earlier position's output.
+/// let x2 = Tensor::cat(&[&x.narrow(1, 0, 4)?, &Tensor::rand_normal(&[1, 1, 8], 0.0, 1.0, &mut rng)?], 1)?;
+/// let d = run(&x2)?.value().sub(y.value())?.abs();
+/// assert!(d.narrow(1, 0, 4)?.max_all()? < 1e-12 && d.narrow(1, 4, 1)?.max_all()? > 1e-6);
+/// # Ok(())
+/// # }
+/// ```
 pub struct MultiHeadAttention<T: Element> {
     /// Query projection (d → d).
     pub q: Linear<T>,

@@ -7,6 +7,24 @@ use tensor::{Conv2dSpec, Element, Error, Result, Rng, Tensor};
 
 /// y = conv(x, W) + b with W `[C_out, C_in/groups, kh, kw]`, initialised like PyTorch:
 /// W and b uniform on ±1/√(C_in/groups·kh·kw).
+///
+/// ```
+/// use autograd::Var;
+/// use nn::{Conv2d, Module, ParamStore};
+/// use tensor::{Conv2dSpec, Rng, Tensor};
+/// # fn main() -> tensor::Result<()> {
+/// let store = ParamStore::<f32>::new();
+/// let spec = Conv2dSpec::new(1, 1); // stride 1, padding 1: a 3×3 kernel keeps the size
+/// let conv = Conv2d::new(&store.root().sub("conv"), (3, 8), 3, spec, true, &mut Rng::new(0))?;
+/// assert_eq!(conv.weight.shape(), vec![8, 3, 3, 3]);
+/// let x = Tensor::rand_normal(&[2, 3, 5, 5], 0.0, 1.0, &mut Rng::new(1))?;
+/// let y = conv.forward(&Var::constant(x.clone()))?;
+/// assert_eq!(y.shape(), &[2, 8, 5, 5]);
+/// let b = conv.bias.as_ref().unwrap().value();
+/// assert!(y.value().bit_eq(&x.conv2d_bias(&conv.weight.value(), &b, spec)?));
+/// # Ok(())
+/// # }
+/// ```
 pub struct Conv2d<T: Element> {
     /// Kernel `[C_out, C_in/groups, kh, kw]`.
     pub weight: Param<T>,

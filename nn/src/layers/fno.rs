@@ -110,6 +110,26 @@ impl<T: Element> Module<T> for FnoBlock<T> {
 }
 
 /// The Fourier neural operator.
+///
+/// ```
+/// use autograd::Var;
+/// use nn::{Activation, Fno, FnoConfig, Module, ParamStore, SpectralPath};
+/// use tensor::{Rng, Tensor};
+/// # fn main() -> tensor::Result<()> {
+/// let cfg = FnoConfig {
+///     in_channels: 1, out_channels: 1, width: 8, modes: vec![4], layers: 2,
+///     projection: 16, activation: Activation::Gelu, path: SpectralPath::Auto,
+/// };
+/// let store = ParamStore::<f32>::new();
+/// let fno = Fno::new(&store.root().sub("fno"), cfg, &mut Rng::new(0))?;
+/// let u = Tensor::rand_normal(&[3, 32, 1], 0.0, 1.0, &mut Rng::new(1))?; // [batch, points, channels]
+/// assert_eq!(fno.forward(&Var::constant(u))?.shape(), &[3, 32, 1]);
+/// // The same weights apply on a finer grid (an operator, not a fixed-size net).
+/// assert_eq!(fno.forward(&Var::constant(Tensor::zeros(&[1, 64, 1])?))?.shape(), &[1, 64, 1]);
+/// assert!(fno.forward(&Var::constant(Tensor::zeros(&[1, 32, 2])?)).is_err());
+/// # Ok(())
+/// # }
+/// ```
 pub struct Fno<T: Element> {
     cfg: FnoConfig,
     /// Pointwise lifting layer (input channels + coordinates → width).

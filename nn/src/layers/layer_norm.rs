@@ -7,6 +7,24 @@ use tensor::{error::fmt_shape, Element, Error, Result, Tensor};
 
 /// (x − mean)/√(var + ε) over the last axis (biased variance, as in PyTorch), then
 /// an optional learned scale and shift.
+///
+/// ```
+/// use autograd::Var;
+/// use nn::{LayerNorm, Module, ParamStore};
+/// use tensor::Tensor;
+/// # fn main() -> tensor::Result<()> {
+/// let store = ParamStore::<f64>::new();
+/// let ln = LayerNorm::new(&store.root().sub("ln"), 4, 1e-5, true)?;
+/// let x = Tensor::from_vec(vec![1.0, 2.0, 3.0, 4.0, 7.0, 7.0, 7.0, 7.0], &[2, 4])?;
+/// let y = ln.forward(&Var::constant(x))?.value().clone();
+/// // Each row to mean 0 and variance ≈ 1 (a constant row to zeros).
+/// assert!(y.mean(&[-1], false)?.abs().max_all()? < 1e-12);
+/// let var = y.var(&[-1], 0, false)?.to_vec();
+/// assert!((var[0] - 1.0).abs() < 1e-4 && var[1] == 0.0);
+/// assert!(ln.forward(&Var::constant(Tensor::zeros(&[2, 3])?)).is_err());
+/// # Ok(())
+/// # }
+/// ```
 pub struct LayerNorm<T: Element> {
     /// Scale γ `[dim]` (ones at start).
     pub weight: Option<Param<T>>,

@@ -8,6 +8,26 @@ use tensor::{error::fmt_shape, Element, Error, Result, Rng};
 
 /// y = x Wᵀ + b with W of shape `[out, in]` (PyTorch's layout) and x of shape
 /// `[..., in]`. Initialised like PyTorch: U[−1/√in, 1/√in] for W and b.
+///
+/// ```
+/// use autograd::Var;
+/// use nn::{Linear, Module, ParamStore};
+/// use tensor::{Rng, Tensor};
+/// # fn main() -> tensor::Result<()> {
+/// let store = ParamStore::<f64>::new();
+/// let fc = Linear::new(&store.root().sub("fc"), 3, 2, true, &mut Rng::new(0))?;
+/// assert_eq!((fc.inputs(), fc.outputs()), (3, 2));
+/// fc.weight.set(Tensor::from_vec(vec![1.0, 0.0, 0.0, 0.0, 1.0, 1.0], &[2, 3])?)?;
+/// fc.bias.as_ref().unwrap().set(Tensor::from_vec(vec![0.5, -0.5], &[2])?)?;
+/// let x = Var::constant(Tensor::from_vec(vec![1.0, 2.0, 3.0], &[1, 3])?);
+/// assert_eq!(fc.forward(&x)?.value().to_vec(), vec![1.5, 4.5]); // x Wᵀ + b
+/// // Leading axes are batch axes; a wrong feature size is an error naming the layer.
+/// assert_eq!(fc.forward(&Var::constant(Tensor::zeros(&[4, 5, 3])?))?.shape(), &[4, 5, 2]);
+/// let e = fc.forward(&Var::constant(Tensor::zeros(&[1, 4])?)).unwrap_err();
+/// assert!(e.to_string().starts_with("Linear: input of shape [1, 4]"), "{e}");
+/// # Ok(())
+/// # }
+/// ```
 pub struct Linear<T: Element> {
     /// Weight `[out, in]`.
     pub weight: Param<T>,

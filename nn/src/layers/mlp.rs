@@ -11,6 +11,25 @@ use tensor::{Element, Error, Result, Rng};
 /// An MLP always has at least one layer: the layers are reached through
 /// [`Mlp::layers`] and [`Mlp::layers_mut`], which can change a layer but not
 /// their number.
+///
+/// ```
+/// use autograd::{backward, Var};
+/// use nn::{Activation, Mlp, Module, ParamGrads, ParamStore};
+/// use tensor::{Rng, Tensor};
+/// # fn main() -> tensor::Result<()> {
+/// let store = ParamStore::<f64>::new();
+/// let mlp = Mlp::new(&store.root(), &[2, 16, 1], Activation::Tanh, &mut Rng::new(3))?;
+/// assert_eq!(mlp.layers().len(), 2);
+/// assert_eq!(store.num_trainable(), 2 * 16 + 16 + 16 + 1);
+/// let x = Var::constant(Tensor::rand_normal(&[8, 2], 0.0, 1.0, &mut Rng::new(4))?);
+/// assert_eq!(mlp.features(&x)?.shape(), &[8, 16]); // before the last layer
+/// let loss = mlp.forward(&x)?.square()?.mean_all()?;
+/// let grads = ParamGrads::collect(&store.trainable(), &backward(&loss)?);
+/// assert_eq!(grads.len(), 4); // two weights, two biases
+/// assert!(grads.global_norm() > 0.0);
+/// # Ok(())
+/// # }
+/// ```
 pub struct Mlp<T: Element> {
     layers: Vec<Linear<T>>,
     /// The activation between layers.

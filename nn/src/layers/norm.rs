@@ -39,6 +39,28 @@ fn check_channels<T: Element>(op: &'static str, x: &Var<T>, channels: usize) -> 
 /// training mode it normalises with the batch statistics (biased variance) and moves
 /// the running mean and unbiased variance by `momentum`; in evaluation mode it uses
 /// the running statistics. PyTorch's defaults: momentum 0.1, ε = 1e-5.
+///
+/// ```
+/// use autograd::Var;
+/// use nn::{BatchNorm, Module, ParamStore};
+/// use tensor::Tensor;
+/// # fn main() -> tensor::Result<()> {
+/// let store = ParamStore::<f64>::new();
+/// let bn = BatchNorm::new(&store.root().sub("bn"), 2)?;
+/// // A batch of two samples [N, C]: channel 0 holds 1 and 3, channel 1 holds 10 and 30.
+/// let x = Var::constant(Tensor::from_vec(vec![1.0, 10.0, 3.0, 30.0], &[2, 2])?);
+/// let y = bn.forward(&x)?.value().to_vec(); // training: the batch's statistics
+/// assert!((y[0] + 1.0).abs() < 1e-5 && (y[3] - 1.0).abs() < 1e-5);
+/// // The running statistics moved by the momentum 0.1 (unbiased variance).
+/// let (mean, var) = (bn.running_mean.value().to_vec(), bn.running_var.value().to_vec());
+/// assert!((mean[0] - 0.2).abs() < 1e-12 && (var[1] - (0.9 + 0.1 * 200.0)).abs() < 1e-12);
+/// // Evaluation uses them instead.
+/// store.eval();
+/// let y = bn.forward(&x)?.value().to_vec();
+/// assert!((y[0] - (1.0 - mean[0]) / (var[0] + 1e-5).sqrt()).abs() < 1e-12);
+/// # Ok(())
+/// # }
+/// ```
 pub struct BatchNorm<T: Element> {
     /// Scale γ `[C]`.
     pub weight: Param<T>,

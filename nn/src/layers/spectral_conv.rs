@@ -109,6 +109,24 @@ fn check_sizes(op: &'static str, sizes: &[usize]) -> Result<()> {
 type BasisCache<T> = Mutex<Vec<(usize, Tensor<T>, Tensor<T>)>>;
 
 /// The 1-D spectral convolution `[B, S, C_in] → [B, S, C_out]`.
+///
+/// ```
+/// use autograd::Var;
+/// use nn::{Module, ParamStore, SpectralConv1d, SpectralPath};
+/// use tensor::{Rng, Tensor};
+/// # fn main() -> tensor::Result<()> {
+/// let store = ParamStore::<f64>::new();
+/// let layer = |name, path| SpectralConv1d::new(&store.root().sub(name), 2, 3, 5, path, &mut Rng::new(0));
+/// let (fft, dft) = (layer("fft", SpectralPath::Fft)?, layer("dft", SpectralPath::Dft)?);
+/// assert_eq!(fft.sizes(), (5, 2, 3)); // modes, C_in, C_out
+/// let x = Var::constant(Tensor::rand_normal(&[4, 16, 2], 0.0, 1.0, &mut Rng::new(1))?);
+/// let (a, b) = (fft.forward(&x)?, dft.forward(&x)?);
+/// assert_eq!(a.shape(), &[4, 16, 3]);
+/// // The two paths compute the same map (same seed, same weights).
+/// assert!(a.value().sub(b.value())?.abs().max_all()? < 1e-12);
+/// # Ok(())
+/// # }
+/// ```
 pub struct SpectralConv1d<T: Element> {
     /// Complex weights `[modes, C_in, C_out, 2]`.
     pub weight: Param<T>,
