@@ -34,6 +34,22 @@ fn check_labels(op: &'static str, shape: &[usize], labels: &[usize]) -> Result<(
 }
 
 /// mean((pred − target)²) over all elements; the shapes must be equal.
+///
+/// ```
+/// use autograd::{backward, Var};
+/// use nn::loss::mse;
+/// use tensor::Tensor;
+/// # fn main() -> tensor::Result<()> {
+/// let pred = Var::leaf(Tensor::<f64>::from_vec(vec![1.0, 2.0, 3.0], &[3])?);
+/// let target = Var::constant(Tensor::from_vec(vec![1.0, 0.0, 0.0], &[3])?);
+/// let loss = mse(&pred, &target)?;
+/// assert!((loss.item()? - 13.0 / 3.0).abs() < 1e-15); // (0 + 4 + 9) / 3
+/// let g = backward(&loss)?.get(&pred).unwrap().to_vec(); // 2(pred − target)/n
+/// assert!(g[0] == 0.0 && (g[1] - 4.0 / 3.0).abs() < 1e-15 && (g[2] - 2.0).abs() < 1e-15);
+/// assert!(mse(&pred, &Var::constant(Tensor::zeros(&[2])?)).is_err());
+/// # Ok(())
+/// # }
+/// ```
 pub fn mse<T: Element>(pred: &Var<T>, target: &Var<T>) -> Result<Var<T>> {
     if pred.shape() != target.shape() {
         return Err(Error::shape(
@@ -95,6 +111,26 @@ pub fn nll<T: Element>(log_probs: &Var<T>, labels: &[usize]) -> Result<Var<T>> {
 /// Cross-entropy of logits `[batch, classes]` against class labels, averaged over
 /// the batch, computed through log_softmax (stable). With label smoothing ε the
 /// target is (1 − ε)·one_hot + ε/classes.
+///
+/// ```
+/// use autograd::{backward, Var};
+/// use nn::loss::cross_entropy;
+/// use tensor::Tensor;
+/// # fn main() -> tensor::Result<()> {
+/// // Uniform logits over 4 classes: the loss is ln 4, whatever the labels.
+/// let logits = Var::leaf(Tensor::<f64>::zeros(&[2, 4])?);
+/// let loss = cross_entropy(&logits, &[0, 3], 0.0)?;
+/// assert!((loss.item()? - 4f64.ln()).abs() < 1e-15);
+/// // Its gradient is (softmax − one-hot) / batch.
+/// let g = backward(&loss)?.get(&logits).unwrap().to_vec();
+/// assert!((g[0] - (0.25 - 1.0) / 2.0).abs() < 1e-15 && (g[1] - 0.125).abs() < 1e-15);
+/// // Large logits are stable; a label out of range is an error naming the op.
+/// let sure = Var::constant(Tensor::from_vec(vec![50.0, 0.0, 0.0, 50.0], &[2, 2])?);
+/// assert!(cross_entropy(&sure, &[0, 1], 0.0)?.item()? < 1e-20);
+/// assert!(cross_entropy(&logits, &[0, 4], 0.0).unwrap_err().to_string().starts_with("cross_entropy"));
+/// # Ok(())
+/// # }
+/// ```
 pub fn cross_entropy<T: Element>(
     logits: &Var<T>,
     labels: &[usize],

@@ -399,6 +399,27 @@ impl Default for Limits {
 }
 
 /// Serialises a checkpoint to bytes.
+///
+/// ```
+/// use nn::checkpoint::{from_bytes, to_bytes, AnyTensor, Checkpoint, Limits};
+/// use tensor::Tensor;
+/// # fn main() -> tensor::Result<()> {
+/// let w = Tensor::<f32>::from_vec(vec![1.5, -2.0, 0.25, 8.0], &[2, 2])?;
+/// let ckpt = Checkpoint {
+///     tensors: vec![
+///         ("w".into(), AnyTensor::from_tensor(&w)),
+///         ("scale".into(), AnyTensor::F64(Tensor::scalar(0.1))),
+///     ],
+///     metadata: vec![("epoch".into(), "7".into())],
+/// };
+/// let back = from_bytes(&to_bytes(&ckpt)?, &Limits::default())?;
+/// assert!(back.tensor::<f32>("w")?.bit_eq(&w)); // bit for bit
+/// assert_eq!(back.tensor::<f64>("scale")?.item()?, 0.1);
+/// assert_eq!(back.meta("epoch"), Some("7"));
+/// assert!(back.tensor::<f64>("w").is_err()); // F32 is not silently read as F64
+/// # Ok(())
+/// # }
+/// ```
 pub fn to_bytes(ckpt: &Checkpoint) -> Result<Vec<u8>> {
     let mut header = String::from("{");
     let mut first = true;
@@ -574,6 +595,25 @@ fn decode<T: Element>(bytes: &[u8], shape: &[usize]) -> Result<Tensor<T>> {
 }
 
 /// Parses a checkpoint from bytes.
+///
+/// ```
+/// use nn::checkpoint::{from_bytes, to_bytes, AnyTensor, Checkpoint, Limits};
+/// use tensor::Tensor;
+/// # fn main() -> tensor::Result<()> {
+/// let x = AnyTensor::from_tensor(&Tensor::<f64>::zeros(&[10])?);
+/// let bytes = to_bytes(&Checkpoint { tensors: vec![("x".into(), x)], metadata: vec![] })?;
+/// assert_eq!(from_bytes(&bytes, &Limits::default())?.tensors.len(), 1);
+/// // Malformed or oversized input is an error naming the problem, never a panic.
+/// let e = from_bytes(&bytes[..bytes.len() - 1], &Limits::default()).unwrap_err();
+/// assert!(e.to_string().starts_with("safetensors:"), "{e}");
+/// let mut huge = bytes.clone();
+/// huge[..8].copy_from_slice(&u64::MAX.to_le_bytes()); // an absurd header length
+/// assert!(from_bytes(&huge, &Limits::default()).unwrap_err().to_string().contains("exceeds the limit"));
+/// let tight = Limits { max_elements: 5, ..Limits::default() };
+/// assert!(from_bytes(&bytes, &tight).is_err());
+/// # Ok(())
+/// # }
+/// ```
 pub fn from_bytes(bytes: &[u8], limits: &Limits) -> Result<Checkpoint> {
     if bytes.len() < 8 {
         return Err(bad(format!(

@@ -19,6 +19,31 @@ impl<T: Element> ParamStore<T> {
     /// assigned, so a failed load leaves the model untouched. Extra tensors in the
     /// checkpoint are ignored ([`ParamStore::load_mapped`] reports them, renames
     /// keys and converts types).
+    ///
+    /// ```
+    /// use autograd::Var;
+    /// use nn::checkpoint::{self, Checkpoint, Limits};
+    /// use nn::{Activation, Mlp, Module, ParamStore};
+    /// use tensor::{Rng, Tensor};
+    /// # fn main() -> tensor::Result<()> {
+    /// let model = |sizes: &[usize], seed| -> tensor::Result<(ParamStore<f64>, Mlp<f64>)> {
+    ///     let store = ParamStore::new();
+    ///     let mlp = Mlp::new(&store.root(), sizes, Activation::Relu, &mut Rng::new(seed))?;
+    ///     Ok((store, mlp))
+    /// };
+    /// let ((trained, a), (fresh, b)) = (model(&[3, 5, 2], 1)?, model(&[3, 5, 2], 2)?);
+    /// let path = std::env::temp_dir().join(format!("nn-load-from-{}.safetensors", std::process::id()));
+    /// checkpoint::save(&path, &Checkpoint { tensors: trained.to_tensors(), metadata: vec![] })?;
+    /// let file = checkpoint::load(&path, &Limits::default())?;
+    /// # std::fs::remove_file(&path).ok();
+    /// fresh.load_from(&file)?;
+    /// let x = Var::constant(Tensor::ones(&[4, 3])?);
+    /// assert!(a.forward(&x)?.value().bit_eq(b.forward(&x)?.value()));
+    /// // Another architecture is refused (before anything is assigned).
+    /// assert!(model(&[3, 6, 2], 3)?.0.load_from(&file).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn load_from(&self, ckpt: &Checkpoint) -> Result<()> {
         self.load_mapped(ckpt, &KeyMap::Same, Convert::Never)
             .map(|_| ())

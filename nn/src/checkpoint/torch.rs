@@ -47,6 +47,14 @@ impl KeyMap {
     /// modules (Linear, activation, Linear, …: stride 2), as [`crate::Mlp`] under
     /// `prefix` numbers them 0, 1, 2, …: our `{prefix}{k}.rest` reads
     /// `{prefix}{stride·k}.rest`. Other names read their own.
+    ///
+    /// ```
+    /// use nn::checkpoint::torch::KeyMap;
+    /// // torch.nn.Sequential(Conv, BatchNorm, ReLU, Conv, …): layers with parameters every 3.
+    /// let keys = KeyMap::sequential("features.", 3);
+    /// assert_eq!(keys.key("features.1.weight"), "features.3.weight");
+    /// assert_eq!(keys.key("head.bias"), "head.bias"); // outside the prefix: unchanged
+    /// ```
     pub fn sequential(prefix: &str, stride: usize) -> KeyMap {
         let prefix = prefix.to_string();
         KeyMap::Function(Box::new(move |name: &str| {
@@ -128,6 +136,37 @@ impl<T: Element> ParamStore<T> {
     /// failed load leaves the model untouched; the error names the parameter and
     /// the key. The report lists each parameter's source and the file's tensors the
     /// model did not use.
+    ///
+    /// ```
+    /// use nn::checkpoint::torch::{Convert, KeyMap};
+    /// use nn::checkpoint::{AnyTensor, Checkpoint, FileDType, RawTensor};
+    /// use nn::{Activation, Mlp, ParamStore};
+    /// use tensor::{Rng, Tensor};
+    /// # fn main() -> tensor::Result<()> {
+    /// // The state dict of torch's Sequential(Linear(2, 3), ReLU(), Linear(3, 1)) in F64,
+    /// // plus an I64 counter.
+    /// let f64s = |s: &[usize], v: f64| Tensor::full(s, v).map(AnyTensor::F64);
+    /// let steps = RawTensor { dtype: FileDType::I64, shape: vec![], bytes: 7i64.to_le_bytes().to_vec() };
+    /// let file = Checkpoint {
+    ///     tensors: vec![
+    ///         ("net.0.weight".into(), f64s(&[3, 2], 0.5)?), ("net.0.bias".into(), f64s(&[3], 0.25)?),
+    ///         ("net.2.weight".into(), f64s(&[1, 3], -1.0)?), ("net.2.bias".into(), f64s(&[1], 2.0)?),
+    ///         ("steps".into(), AnyTensor::Other(steps)),
+    ///     ],
+    ///     metadata: vec![],
+    /// };
+    /// let store = ParamStore::<f32>::new();
+    /// let mlp = Mlp::new(&store.root().sub("net"), &[2, 3, 1], Activation::Relu, &mut Rng::new(0))?;
+    /// // Our layer 1 is the file's module 2; F64 → F32 is allowed where every value is exact.
+    /// let keys = KeyMap::sequential("net.", 2);
+    /// assert!(store.load_mapped(&file, &keys, Convert::Never).is_err()); // F64 into f32
+    /// let report = store.load_mapped(&file, &keys, Convert::Exact)?;
+    /// assert_eq!((report.loaded[2].key.as_str(), report.loaded[2].converted_from), ("net.2.weight", Some("F64")));
+    /// assert_eq!(report.unused[0].key, "steps");
+    /// assert_eq!(mlp.layers()[1].weight.value().to_vec(), vec![-1.0f32; 3]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn load_mapped(
         &self,
         ckpt: &Checkpoint,
