@@ -40,8 +40,8 @@ impl Provenance {
             tree: env!("MODELS_GIT_TREE"),
             rustc: env!("MODELS_RUSTC"),
             target: env!("MODELS_TARGET"),
-            cpu_features: tensor::kernels::cpu_features(),
-            kernel_path: tensor::kernels::kernel_path(),
+            cpu_features: tensor::platform::cpu_features(),
+            kernel_path: tensor::platform::kernel_path(),
             threads: rayon::current_num_threads(),
             machine: machine(),
         }

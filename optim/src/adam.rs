@@ -5,7 +5,7 @@ use crate::optimizer::{
     Optimizer, OptimizerState, Update,
 };
 use nn::{Param, ParamGrads};
-use tensor::kernels::{adam_first_non_finite, adam_update, AdamSlices, AdamStep};
+use tensor::fused::{adam_first_non_finite, adam_update, AdamSlices, AdamStep};
 use tensor::{Element, Error, Result, Tensor};
 
 /// Hyper-parameters of [`Adam`].

@@ -32,8 +32,9 @@ impl DType {
     }
 }
 
-/// A floating-point element: arithmetic through num-traits' [`Float`], plus the crate's
-/// kernel dispatch (GEMM, vectorised transcendentals) through [`Kernels`].
+/// A floating-point element: arithmetic through num-traits' [`Float`], plus the
+/// kernel dispatch (GEMM, vectorised transcendentals) through a trait of the
+/// crate's private kernel module, which seals `Element`: it is `f32` and `f64`.
 ///
 /// Implemented for `f32` and `f64` only. Numerical tests run in `f64`.
 pub trait Element:

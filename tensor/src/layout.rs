@@ -39,14 +39,14 @@ pub fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
         .try_fold(1usize, |acc, &d| acc.checked_mul(d))
         .filter(|&n| n <= isize::MAX as usize)
         .ok_or_else(|| {
-            Error::value(
+            Error::limit(
                 op,
                 format!("shape {} has too many elements", fmt_shape(shape)),
             )
         })?;
     let cap = crate::limits::max_elements();
     if n > cap {
-        return Err(Error::value(
+        return Err(Error::limit(
             op,
             format!(
                 "shape {} has {n} elements, over the allocation cap of {cap} (tensor::limits::set_max_elements)",

@@ -2,10 +2,10 @@
 //! NumPy broadcasting, element-wise and reduction kernels, matrix products, and a
 //! seeded, splittable RNG.
 //!
-//! Contracts (see `docs/DESIGN.md` in the repository): every operation whose validity depends on the
-//! caller's values returns [`Result`] with an error naming the operation and the
-//! values; results are bitwise identical whatever the number of threads; `unsafe`
-//! lives only in [`kernels`].
+//! Contracts (see `docs/DESIGN.md` in the repository): every operation whose
+//! validity depends on the caller's values returns [`Result`] with an error naming
+//! the operation and the values; results are bitwise identical whatever the number
+//! of threads; `unsafe` lives only in the private `kernels` module.
 //!
 //! ```
 //! use tensor::Tensor;
@@ -31,9 +31,16 @@ mod dims;
 pub mod element;
 pub mod error;
 pub mod fft;
-// The one module allowed `unsafe` (the workspace denies it everywhere else).
+// The one module allowed `unsafe` (the workspace denies it everywhere else). Its
+// API is the engine's own, not a stable one: public only with the `internals`
+// feature (the benchmarks and the GEMM's integration tests); what other crates
+// need is in `fused` and `platform`.
+#[cfg(feature = "internals")]
 #[allow(unsafe_code)]
 pub mod kernels;
+#[cfg(not(feature = "internals"))]
+#[allow(unsafe_code)]
+pub(crate) mod kernels;
 pub mod layout;
 pub mod limits;
 pub mod linalg;
@@ -48,8 +55,22 @@ mod tensor;
 mod threads;
 mod view;
 
+/// Fused update kernels that other crates drive: Adam's one-pass update of a
+/// parameter and its two moments (`optim::Adam`), and its check for a step that
+/// would overflow, made before the moments are rewritten in place.
+pub mod fused {
+    pub use crate::kernels::{adam_first_non_finite, adam_update, AdamSlices, AdamStep};
+}
+
+/// Which kernels run on this machine: the SIMD path chosen at run time, the CPU
+/// features seen, and the switch that forces the portable path (for manifests,
+/// audit traces and tests of the portable path).
+pub mod platform {
+    pub use crate::kernels::{cpu_features, kernel_path, portable_forced, PORTABLE_ENV};
+}
+
 pub use element::{DType, Element};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use layout::Layout;
 pub use ops::conv::Conv2dSpec;
 pub use rng::Rng;

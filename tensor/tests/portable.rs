@@ -2,7 +2,7 @@
 //! standard library's, bit for bit. (Its own test binary: the switch is read once
 //! per process.)
 
-use tensor::kernels::{portable_forced, PORTABLE_ENV};
+use tensor::platform::{portable_forced, PORTABLE_ENV};
 use tensor::Tensor;
 
 #[test]

@@ -133,3 +133,39 @@ fn empty_and_degenerate_inputs_are_named() {
     assert!(Tensor::<f64>::zeros(&[usize::MAX, 2]).is_err());
     assert!(Tensor::<f64>::linspace(f64::NAN, 1.0, 3).is_err());
 }
+
+/// Every failure has a kind a caller can branch on and names its operation: a
+/// shape mismatch, an axis or index out of range, a bad value, a singular matrix,
+/// a size past the allocation cap (and one whose element count overflows).
+#[test]
+fn errors_have_a_kind_and_an_op() {
+    use tensor::ErrorKind;
+    let a = Tensor::<f64>::zeros(&[2, 3]).unwrap();
+    let kind_op = |e: tensor::Error| (e.kind(), e.op().to_string());
+    assert_eq!(
+        kind_op(a.add(&Tensor::zeros(&[4]).unwrap()).unwrap_err()).0,
+        ErrorKind::Shape
+    );
+    assert_eq!(kind_op(a.sum(&[5], false).unwrap_err()).0, ErrorKind::Index);
+    assert_eq!(
+        kind_op(a.index_select(0, &[7]).unwrap_err()).0,
+        ErrorKind::Index
+    );
+    assert_eq!(
+        kind_op(Tensor::<f64>::linspace(f64::NAN, 1.0, 3).unwrap_err()),
+        (ErrorKind::Value, "linspace".to_string())
+    );
+    let singular = Tensor::<f64>::from_vec(vec![1.0, 2.0, 2.0, 4.0], &[2, 2]).unwrap();
+    assert_eq!(
+        kind_op(singular.inverse().unwrap_err()).0,
+        ErrorKind::Numerical
+    );
+    assert_eq!(
+        kind_op(Tensor::<f32>::zeros(&[1 << 31]).unwrap_err()),
+        (ErrorKind::Limit, "full".to_string())
+    );
+    assert_eq!(
+        kind_op(Tensor::<f32>::zeros(&[usize::MAX, 2]).unwrap_err()).0,
+        ErrorKind::Limit
+    );
+}
