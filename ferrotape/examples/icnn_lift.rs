@@ -7,6 +7,7 @@
 //! `cargo run --release --example icnn_lift`
 
 use autograd::{backward, no_grad, Var};
+use ferrotape::{autograd, nn, optim, tensor};
 use nn::{Activation, Icnn, IcnnConfig, ParamGrads, ParamStore};
 use optim::lift::{Lift, LiftConfig, Positivity, Softplus};
 use optim::{Adam, AdamConfig, Optimizer};

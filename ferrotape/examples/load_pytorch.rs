@@ -8,6 +8,7 @@
 //! `cargo run --release --example load_pytorch [state_dict.safetensors]`
 
 use autograd::Var;
+use ferrotape::{autograd, nn, tensor};
 use nn::checkpoint::torch::{Convert, KeyMap};
 use nn::checkpoint::{self, Limits};
 use nn::{Activation, Mlp, Module, ParamStore};

@@ -5,6 +5,7 @@
 //! `cargo run --release --example hvp_gradcheck`
 
 use autograd::{gradcheck, gradgradcheck, hvp, GradcheckOptions, Var};
+use ferrotape::{autograd, tensor};
 use tensor::{Result, Tensor};
 
 /// f(x) = Σ log(1 + x_i²) + (Σ x_i)³ / 3, a smooth non-convex function.
