@@ -44,6 +44,25 @@ impl AdamConfig {
     }
 
     /// AdamW with PyTorch's defaults (decoupled weight decay 0.01).
+    ///
+    /// ```
+    /// use nn::{ParamGrads, ParamStore};
+    /// use optim::{Adam, AdamConfig, Optimizer};
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let store = ParamStore::<f64>::new();
+    /// let m = store.root().param("m", Tensor::full(&[1, 1], 4.0)?)?; // a matrix
+    /// let b = store.root().param("b", Tensor::full(&[1], 4.0)?)?; // a vector (a bias)
+    /// let cfg = AdamConfig::adamw(0.1).weight_decay(0.5).mask_vector_decay();
+    /// let mut opt = Adam::new(store.trainable(), cfg)?;
+    /// // With a zero gradient only the decoupled decay acts: θ ← θ·(1 − lr·wd).
+    /// let zero = ParamGrads::from_tensors(vec![Tensor::zeros(&[1, 1])?, Tensor::zeros(&[1])?]);
+    /// opt.step(&zero)?;
+    /// assert!((m.value().item()? - 3.8).abs() < 1e-12);
+    /// assert_eq!(b.value().item()?, 4.0); // vectors are masked out of the decay
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn adamw(lr: f64) -> Self {
         AdamConfig {
             weight_decay: 0.01,
@@ -74,6 +93,24 @@ impl AdamConfig {
 
 /// Adam (Kingma & Ba) with bias correction; AdamW (Loshchilov & Hutter) when the
 /// weight decay is decoupled: θ ← θ − lr·wd·θ before the Adam step.
+///
+/// ```
+/// use nn::{ParamGrads, ParamStore};
+/// use optim::{Adam, AdamConfig, Optimizer};
+/// use tensor::Tensor;
+/// # fn main() -> tensor::Result<()> {
+/// let store = ParamStore::<f64>::new();
+/// let w = store.root().param("w", Tensor::ones(&[2])?)?;
+/// let mut adam = Adam::new(store.trainable(), AdamConfig::adam(0.1))?;
+/// // The first step moves each weight by about lr, whatever its gradient's scale.
+/// let g = Tensor::from_vec(vec![1000.0, -0.001], &[2])?;
+/// adam.step(&ParamGrads::from_tensors(vec![g]))?;
+/// let v = w.value().to_vec();
+/// assert!((v[0] - 0.9).abs() < 1e-6 && (v[1] - 1.1).abs() < 1e-4, "{v:?}");
+/// assert_eq!(adam.steps(), 1);
+/// # Ok(())
+/// # }
+/// ```
 pub struct Adam<T: Element> {
     params: Vec<Param<T>>,
     cfg: AdamConfig,

@@ -50,6 +50,26 @@ pub trait Optimizer<T: Element> {
     /// [`Optimizer::step`]) or several (SAM and LLQR+SAM evaluate `loss` again at a
     /// perturbed point, so [`Optimizer::step`] alone cannot drive them). A loss that
     /// is not finite is an error and nothing changes.
+    ///
+    /// ```
+    /// use nn::ParamStore;
+    /// use optim::{Optimizer, Sgd, SgdConfig};
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let store = ParamStore::<f64>::new();
+    /// let w = store.root().param("w", Tensor::from_vec(vec![2.0], &[1])?)?;
+    /// let mut opt = Sgd::new(store.trainable(), SgdConfig::new(0.25))?;
+    /// // loss = w², gradient 2w: each step multiplies w by 1 − 2·0.25 = 0.5.
+    /// let loss = || w.var().square()?.sum_all();
+    /// assert_eq!(opt.step_closure(&loss)?, 4.0); // the loss before the step
+    /// assert_eq!(w.value().item()?, 1.0);
+    /// assert_eq!(opt.step_closure(&loss)?, 1.0);
+    /// // A loss that is not finite is refused and nothing moves.
+    /// assert!(opt.step_closure(&|| w.var().mul_scalar(f64::INFINITY)?.sum_all()).is_err());
+    /// assert_eq!(w.value().item()?, 0.5);
+    /// # Ok(())
+    /// # }
+    /// ```
     fn step_closure(&mut self, loss: &dyn Fn() -> Result<Var<T>>) -> Result<f64> {
         let (value, grads) = crate::closure::gradients(self.params(), loss)?;
         self.step(&grads)?;

@@ -59,6 +59,30 @@ pub(crate) fn norm<T: Element>(ts: &[Tensor<T>]) -> f64 {
 
 impl<T: Element> Sam<T> {
     /// SAM with radius ρ ≥ 0 around `base`.
+    ///
+    /// ```
+    /// use nn::ParamStore;
+    /// use optim::{Optimizer, Sam, SamVariant, Sgd, SgdConfig};
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// // The same start, a step of plain SGD and one of SAM on Σ θ⁴.
+    /// let start = Tensor::<f64>::from_vec(vec![1.0, -2.0], &[2])?;
+    /// let (s1, s2) = (ParamStore::new(), ParamStore::new());
+    /// let (a, b) = (s1.root().param("w", start.clone())?, s2.root().param("w", start.clone())?);
+    /// let mut sgd = Sgd::new(s1.trainable(), SgdConfig::new(0.01))?;
+    /// let base = Sgd::new(s2.trainable(), SgdConfig::new(0.01))?;
+    /// let mut sam = Sam::new(Box::new(base), 0.05, SamVariant::Sam)?;
+    /// let la = sgd.step_closure(&|| a.var().powf(4.0)?.sum_all())?;
+    /// let lb = sam.step_closure(&|| b.var().powf(4.0)?.sum_all())?;
+    /// assert_eq!(la, lb); // both report the loss at θ, not at the perturbed point
+    /// // SAM steps with the gradient at θ + ρ·g/‖g‖, steeper here: it moves further.
+    /// let moved = |p: &nn::Param<f64>| p.value().sub(&start).map(|d| d.abs().to_vec());
+    /// let (da, db) = (moved(&a)?, moved(&b)?);
+    /// assert!(db[0] > da[0] && db[1] > da[1]);
+    /// assert!(Sam::new(Box::new(sgd), -1.0, SamVariant::Sam).is_err()); // ρ ≥ 0
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(base: Box<dyn Optimizer<T>>, rho: f64, variant: SamVariant) -> Result<Self> {
         check_range("Sam", "rho", rho, 0.0, f64::INFINITY)?;
         if let SamVariant::FriendlySam { sigma, decay } = variant {

@@ -3,6 +3,26 @@
 use tensor::{Error, Result};
 
 /// A learning-rate schedule.
+///
+/// ```
+/// use nn::ParamStore;
+/// use optim::{Optimizer, Schedule, Sgd, SgdConfig};
+/// # fn main() -> tensor::Result<()> {
+/// let s = Schedule::WarmupCosine { warmup: 4, total: 14, min_factor: 0.1 };
+/// s.validate()?;
+/// assert_eq!((s.factor(0), s.factor(3), s.factor(4)), (0.25, 1.0, 1.0)); // linear warm-up
+/// assert!((s.factor(9) - 0.55).abs() < 1e-12); // half-way down the cosine
+/// assert!((s.factor(14) - 0.1).abs() < 1e-12);
+/// let step = Schedule::Step { every: 10, gamma: 0.5 };
+/// assert_eq!((step.factor(9), step.factor(10), step.factor(25)), (1.0, 0.5, 0.25));
+/// assert!(Schedule::Cosine { total: 0, min_factor: 0.0 }.validate().is_err());
+/// // A training loop sets the rate from the base each step.
+/// let mut sgd = Sgd::new(ParamStore::<f64>::new().trainable(), SgdConfig::new(0.2))?;
+/// sgd.set_lr(0.2 * s.factor(0))?;
+/// assert_eq!(sgd.lr(), 0.05);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum Schedule {
     /// The base rate throughout.

@@ -36,6 +36,24 @@ impl SgdConfig {
     }
 
     /// With momentum μ.
+    ///
+    /// ```
+    /// use nn::{ParamGrads, ParamStore};
+    /// use optim::{Optimizer, Sgd, SgdConfig};
+    /// use tensor::Tensor;
+    /// # fn main() -> tensor::Result<()> {
+    /// let store = ParamStore::<f64>::new();
+    /// let w = store.root().param("w", Tensor::zeros(&[1])?)?;
+    /// let mut sgd = Sgd::new(store.trainable(), SgdConfig::new(1.0).momentum(0.5))?;
+    /// let one = ParamGrads::from_tensors(vec![Tensor::ones(&[1])?]);
+    /// sgd.step(&one)?; // b = g = 1
+    /// sgd.step(&one)?; // b = 0.5·1 + 1 = 1.5
+    /// assert_eq!(w.value().item()?, -2.5);
+    /// // Nesterov needs momentum: refused without it.
+    /// assert!(Sgd::new(store.trainable(), SgdConfig::new(0.1).nesterov(true)).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn momentum(mut self, mu: f64) -> Self {
         self.momentum = mu;
         self
@@ -56,6 +74,24 @@ impl SgdConfig {
 
 /// SGD: d = g + wd·θ; b ← μ b + (1 − dampening) d (b = d on the first step);
 /// d ← d + μ b (Nesterov) or b; θ ← θ − lr·d.
+///
+/// ```
+/// use nn::{ParamGrads, ParamStore};
+/// use optim::{Optimizer, Sgd, SgdConfig};
+/// use tensor::Tensor;
+/// # fn main() -> tensor::Result<()> {
+/// let store = ParamStore::<f64>::new();
+/// let w = store.root().param("w", Tensor::from_vec(vec![1.0, -2.0], &[2])?)?;
+/// let mut sgd = Sgd::new(store.trainable(), SgdConfig::new(0.5))?;
+/// let g = |v: Vec<f64>| Tensor::from_vec(v, &[2]).map(|t| ParamGrads::from_tensors(vec![t]));
+/// sgd.step(&g(vec![1.0, 1.0])?)?; // θ ← θ − lr·g
+/// assert_eq!(w.value().to_vec(), vec![0.5, -2.5]);
+/// // A non-finite gradient is refused and nothing moves.
+/// assert!(sgd.step(&g(vec![f64::NAN, 0.0])?).is_err());
+/// assert_eq!(w.value().to_vec(), vec![0.5, -2.5]);
+/// # Ok(())
+/// # }
+/// ```
 pub struct Sgd<T: Element> {
     params: Vec<Param<T>>,
     cfg: SgdConfig,

@@ -56,6 +56,31 @@ pub fn to_checkpoint<T: Element>(
 }
 
 /// Writes a training state atomically (see [`to_checkpoint`]).
+///
+/// ```
+/// use nn::ParamStore;
+/// use optim::{training_state, Optimizer, Sgd, SgdConfig};
+/// use tensor::{Rng, Tensor};
+/// # fn main() -> tensor::Result<()> {
+/// let store = ParamStore::<f64>::new();
+/// let w = store.root().param("w", Tensor::from_vec(vec![1.0, 2.0], &[2])?)?;
+/// let mut opt = Sgd::new(store.trainable(), SgdConfig::new(0.1).momentum(0.9))?;
+/// let loss = || w.var().square()?.sum_all();
+/// let mut rng = Rng::new(5);
+/// opt.step_closure(&loss)?; // the momentum buffer now holds state
+/// let path = std::env::temp_dir().join(format!("optim-doc-{}.safetensors", std::process::id()));
+/// training_state::save(&path, &store, &opt, &[("data", &rng)], &[])?;
+/// opt.step_closure(&loss)?; // the run that never stopped...
+/// let (w_then, draw_then) = (w.value(), rng.next_u64());
+/// let mut resumed_rng = Rng::new(0); // ...and one resumed from the file
+/// training_state::load(&path, &store, &mut opt, &mut [("data", &mut resumed_rng)])?;
+/// # std::fs::remove_file(&path).ok();
+/// opt.step_closure(&loss)?;
+/// assert!(w.value().bit_eq(&w_then)); // bit-identical
+/// assert_eq!(resumed_rng.next_u64(), draw_then);
+/// # Ok(())
+/// # }
+/// ```
 pub fn save<T: Element>(
     path: impl AsRef<Path>,
     store: &ParamStore<T>,
