@@ -199,6 +199,27 @@ fn rank(phi: &Tensor<f64>) -> Result<usize> {
 }
 
 /// The proximal last layer (YᵀΦ + λW_t)(ΦᵀΦ + λI)⁻¹ for λ > 0, in the given form.
+///
+/// ```
+/// use optim::closed_form::{proximal, proximal_objective, SolveForm};
+/// use tensor::{Rng, Tensor};
+/// # fn main() -> tensor::Result<()> {
+/// let mut rng = Rng::new(0);
+/// let phi = Tensor::<f64>::rand_normal(&[10, 4], 0.0, 1.0, &mut rng)?;
+/// let y = Tensor::rand_normal(&[10, 2], 0.0, 1.0, &mut rng)?;
+/// let w_prev = Tensor::rand_normal(&[2, 4], 0.0, 1.0, &mut rng)?;
+/// let w = proximal(&phi, &y, &w_prev, 3.0, SolveForm::Auto)?;
+/// // W minimises Σ‖yᵢ − Wφᵢ‖² + λ‖W − W_prev‖²: any nudge raises the objective.
+/// let best = proximal_objective(&phi, &y, &w, &w_prev, 3.0)?;
+/// let nudge = Tensor::rand_normal(&[2, 4], 0.0, 1e-3, &mut rng)?;
+/// assert!(proximal_objective(&phi, &y, &w.add(&nudge)?, &w_prev, 3.0)? > best);
+/// // A very large λ keeps W at W_prev; λ must be positive.
+/// let stiff = proximal(&phi, &y, &w_prev, 1e9, SolveForm::Auto)?;
+/// assert!(stiff.sub(&w_prev)?.abs().max_all()? < 1e-6);
+/// assert!(proximal(&phi, &y, &w_prev, 0.0, SolveForm::Auto).is_err());
+/// # Ok(())
+/// # }
+/// ```
 pub fn proximal<T: Element>(
     phi: &Tensor<T>,
     y: &Tensor<T>,
@@ -223,6 +244,24 @@ pub fn proximal_solution<T: Element>(
 
 /// The ridge last layer YᵀΦ(ΦᵀΦ + βI)⁻¹ for β ≥ 0 (β = 0: least squares, which
 /// needs features of full column rank).
+///
+/// ```
+/// use optim::closed_form::{ridge, SolveForm};
+/// use tensor::{Rng, Tensor};
+/// # fn main() -> tensor::Result<()> {
+/// let phi = Tensor::<f64>::rand_normal(&[20, 3], 0.0, 1.0, &mut Rng::new(0))?; // [b, d]
+/// let w_true = Tensor::from_vec(vec![1.0, -2.0, 0.5, 0.0, 3.0, 1.0], &[2, 3])?; // [k, d]
+/// let y = phi.matmul(&w_true.t()?)?; // [b, k], noiseless
+/// // β = 0 is least squares: the exact W comes back.
+/// assert!(ridge(&phi, &y, 0.0, SolveForm::Auto)?.sub(&w_true)?.abs().max_all()? < 1e-10);
+/// // β > 0 shrinks W; the primal (d×d) and dual (b×b) systems give the same W.
+/// let primal = ridge(&phi, &y, 5.0, SolveForm::Primal)?;
+/// assert!(primal.sub(&ridge(&phi, &y, 5.0, SolveForm::Dual)?)?.abs().max_all()? < 1e-10);
+/// let norm = |w: &Tensor<f64>| w.square().sum_all().item();
+/// assert!(norm(&primal)? < norm(&w_true)?);
+/// # Ok(())
+/// # }
+/// ```
 pub fn ridge<T: Element>(
     phi: &Tensor<T>,
     y: &Tensor<T>,

@@ -207,6 +207,30 @@ pub fn squared_loss<T: Element>(pred: &Var<T>, y: &Tensor<T>) -> Result<Var<T>> 
 }
 
 /// A backbone optimiser and a closed-form head trained together.
+///
+/// ```
+/// use autograd::Var;
+/// use nn::{Activation, Mlp, Module, ParamStore};
+/// use optim::closed_form::{ClosedFormHead, ClosedFormTrainer, HeadRule, Order, SolveForm};
+/// use optim::{Sgd, SgdConfig};
+/// use tensor::{Rng, Tensor};
+/// # fn main() -> tensor::Result<()> {
+/// let (store, mut rng) = (ParamStore::<f64>::new(), Rng::new(3));
+/// let backbone = Mlp::new(&store.root(), &[3, 8, 6], Activation::Tanh, &mut rng)?; // 6 features
+/// let x = Var::constant(Tensor::rand_normal(&[20, 3], 0.0, 1.0, &mut rng)?);
+/// let y = x.value().sin().sum(&[1], true)?; // [20, 1] targets
+/// let head = ClosedFormHead::new(6, 1, true, HeadRule::Proximal { lambda: 1.0 }, SolveForm::Auto)?;
+/// let sgd = Sgd::new(store.trainable(), SgdConfig::new(0.01).momentum(0.9))?;
+/// let mut trainer = ClosedFormTrainer { head, optimizer: Box::new(sgd), order: Order::BackboneFirst, buffers: vec![] };
+/// let first = trainer.step(|| backbone.forward(&x), &y)?; // fits the head, then a backbone step
+/// let mut last = first;
+/// for _ in 0..100 {
+///     last = trainer.step(|| backbone.forward(&x), &y)?;
+/// }
+/// assert!(trainer.head.fitted() && last < 0.5 * first, "{first} -> {last}");
+/// # Ok(())
+/// # }
+/// ```
 pub struct ClosedFormTrainer<T: Element> {
     /// The last layer.
     pub head: ClosedFormHead<T>,

@@ -46,6 +46,23 @@ pub trait Positivity<T: Element>: Send + Sync {
 }
 
 /// Projected gradient descent: raw weights, clamped at 0 after every step.
+///
+/// ```
+/// use nn::ParamStore;
+/// use optim::lift::{Pgd, Positivity};
+/// use tensor::Tensor;
+/// # fn main() -> tensor::Result<()> {
+/// let store = ParamStore::<f64>::new();
+/// let pgd = Pgd::new(&store.root().sub("pgd"), vec![Tensor::from_vec(vec![-1.0, 2.0], &[1, 2])?])?;
+/// let w = &pgd.slack()[0]; // the raw weight
+/// assert_eq!(w.value().to_vec(), vec![0.0, 2.0]); // started feasible
+/// w.set(Tensor::from_vec(vec![0.5, -3.0], &[1, 2])?)?; // as an optimiser step might leave it
+/// pgd.project()?;
+/// assert_eq!(w.value().to_vec(), vec![0.5, 0.0]);
+/// assert_eq!(pgd.shoulder_occupancy(&Tensor::zeros(&[1, 2])?)?, 0.5); // one weight at zero
+/// # Ok(())
+/// # }
+/// ```
 pub struct Pgd<T: Element> {
     weights: Vec<Param<T>>,
 }
@@ -193,6 +210,32 @@ enum Body<T: Element> {
 
 /// The lift: θ = softplus(Θ_E h + b), one linear readout (Θ_E, b) per emitted weight
 /// (and, when it emits every parameter, θ = Θ_E h + b for the free ones).
+///
+/// ```
+/// use autograd::{backward, Var};
+/// use nn::{Activation, Icnn, IcnnConfig, ParamStore};
+/// use optim::lift::{Lift, LiftConfig, Positivity};
+/// use tensor::{Rng, Tensor};
+/// # fn main() -> tensor::Result<()> {
+/// let (store, mut rng) = (ParamStore::<f64>::new(), Rng::new(0));
+/// let cfg = IcnnConfig {
+///     input: 2, width: 8, layers: 2, activation: Activation::Softplus, strong_convexity: 0.1,
+/// };
+/// let icnn = Icnn::new(&store.root().sub("icnn"), cfg, &mut rng)?;
+/// let small = LiftConfig { hidden: vec![16], summary: 8, ..LiftConfig::default() };
+/// let lift = Lift::new(&store.root().sub("lift"), 2, icnn.constrained_shapes(), &small, &mut rng)?;
+/// // The ICNN's weights, emitted from a summary of the batch through softplus: positive.
+/// let batch = Tensor::rand_normal(&[32, 2], 0.0, 1.0, &mut rng)?;
+/// let w = lift.weights(&batch)?;
+/// assert_eq!(w.len(), icnn.constrained_shapes().len());
+/// assert!(w.iter().all(|w| w.value().min_all().is_ok_and(|m| m > 0.0)));
+/// // Gradients of the ICNN's output reach the lift's slack biases through them.
+/// let f = icnn.forward_with(&Var::constant(batch), &w)?.mean_all()?;
+/// let g = backward(&f)?;
+/// assert!(lift.slack().iter().all(|p| g.get(&p.var()).is_some()));
+/// # Ok(())
+/// # }
+/// ```
 pub struct Lift<T: Element> {
     body: Body<T>,
     readouts: Vec<(Param<T>, Option<Param<T>>)>,

@@ -95,6 +95,36 @@ impl Default for LlqrConfig {
 /// with a Fisher geometry it is an error (the loss alone cannot give the Fisher).
 /// Its state (U, F-SAM's ḡ, the counters, under `llqr.`, beside the outer
 /// optimiser's) checkpoints and resumes bit-identically.
+///
+/// ```
+/// use autograd::Var;
+/// use nn::{loss::cross_entropy, Activation, Mlp, Module, ParamStore};
+/// use optim::llqr::{LlqrConfig, LlqrSam};
+/// use optim::Optimizer;
+/// use tensor::{Rng, Tensor};
+/// # fn main() -> tensor::Result<()> {
+/// let (store, mut rng) = (ParamStore::<f64>::new(), Rng::new(0));
+/// let mlp = Mlp::new(&store.root(), &[3, 4, 3], Activation::Tanh, &mut rng)?;
+/// let x = Var::constant(Tensor::rand_normal(&[6, 3], 0.0, 1.0, &mut rng)?);
+/// let labels = [0, 2, 1, 1, 0, 2];
+/// let logits = || mlp.forward(&x);
+/// let loss = || cross_entropy(&logits()?, &labels, 0.0);
+/// let cfg = LlqrConfig { lr: 0.1, rho: 0.05, refresh_every: 2, ..LlqrConfig::default() };
+/// let mut opt = LlqrSam::new(store.trainable(), cfg)?;
+/// // The Fisher geometry needs logits: a step with a refresh due and not done fails.
+/// assert!(opt.refresh_due() && opt.step_closure(&loss).is_err());
+/// let first = loss()?.item()?;
+/// for _ in 0..4 {
+///     if opt.refresh_due() {
+///         opt.refresh(&logits, &labels, 0.0)?; // refit U (here on the training batch)
+///     }
+///     opt.step_closure(&loss)?;
+/// }
+/// assert_eq!(opt.steps(), 4);
+/// assert!(loss()?.item()? < first);
+/// # Ok(())
+/// # }
+/// ```
 pub struct LlqrSam<T: Element> {
     params: Vec<Param<T>>,
     cfg: LlqrConfig,
