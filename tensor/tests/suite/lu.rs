@@ -110,8 +110,8 @@ fn subnormal_matrices_are_singular_or_overflow_by_name() {
         .unwrap()
         .to_vec();
     assert_eq!(small, vec![1.0 / 2e-300, 0.0, 0.0, 1.0 / 4e-300]);
-    // f32: an inverse beyond f32's range overflows in the cast.
-    let e = Tensor::<f32>::from_vec(vec![1e-30, 0.0, 0.0, 1.0], &[2, 2])
+    // f32 (a subnormal diagonal): an inverse beyond f32's range overflows in the cast.
+    let e = Tensor::<f32>::from_vec(vec![1e-39, 0.0, 0.0, 1e-39], &[2, 2])
         .unwrap()
         .inverse()
         .unwrap_err()
