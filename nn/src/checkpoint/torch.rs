@@ -143,27 +143,23 @@ impl<T: Element> ParamStore<T> {
     /// use nn::{Activation, Mlp, ParamStore};
     /// use tensor::{Rng, Tensor};
     /// # fn main() -> tensor::Result<()> {
-    /// // The state dict of torch's Sequential(Linear(2, 3), ReLU(), Linear(3, 1)) in F64,
-    /// // plus an I64 counter.
-    /// let f64s = |s: &[usize], v: f64| Tensor::full(s, v).map(AnyTensor::F64);
+    /// // torch's Sequential(Linear(2, 3), ReLU(), Linear(3, 1)) saved in F64, and an I64 counter.
+    /// let t = |s: &[usize], v: f64| Tensor::full(s, v).map(AnyTensor::F64);
     /// let steps = RawTensor { dtype: FileDType::I64, shape: vec![], bytes: 7i64.to_le_bytes().to_vec() };
-    /// let file = Checkpoint {
-    ///     tensors: vec![
-    ///         ("net.0.weight".into(), f64s(&[3, 2], 0.5)?), ("net.0.bias".into(), f64s(&[3], 0.25)?),
-    ///         ("net.2.weight".into(), f64s(&[1, 3], -1.0)?), ("net.2.bias".into(), f64s(&[1], 2.0)?),
-    ///         ("steps".into(), AnyTensor::Other(steps)),
-    ///     ],
-    ///     metadata: vec![],
-    /// };
+    /// let tensors = vec![
+    ///     ("net.0.weight".into(), t(&[3, 2], 0.5)?), ("net.0.bias".into(), t(&[3], 0.25)?),
+    ///     ("net.2.weight".into(), t(&[1, 3], -1.0)?), ("net.2.bias".into(), t(&[1], 2.0)?),
+    ///     ("steps".into(), AnyTensor::Other(steps)),
+    /// ];
+    /// let file = Checkpoint { tensors, metadata: vec![] };
     /// let store = ParamStore::<f32>::new();
     /// let mlp = Mlp::new(&store.root().sub("net"), &[2, 3, 1], Activation::Relu, &mut Rng::new(0))?;
-    /// // Our layer 1 is the file's module 2; F64 → F32 is allowed where every value is exact.
+    /// // Our layer 1 is the file's module 2; F64 → F32 only where every value is exact.
     /// let keys = KeyMap::sequential("net.", 2);
     /// assert!(store.load_mapped(&file, &keys, Convert::Never).is_err()); // F64 into f32
     /// let report = store.load_mapped(&file, &keys, Convert::Exact)?;
     /// assert_eq!((report.loaded[2].key.as_str(), report.loaded[2].converted_from), ("net.2.weight", Some("F64")));
-    /// assert_eq!(report.unused[0].key, "steps");
-    /// assert_eq!(mlp.layers()[1].weight.value().to_vec(), vec![-1.0f32; 3]);
+    /// assert_eq!((report.unused[0].key.as_str(), mlp.layers()[1].weight.value().to_vec()), ("steps", vec![-1.0; 3]));
     /// # Ok(())
     /// # }
     /// ```

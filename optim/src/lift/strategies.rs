@@ -218,20 +218,16 @@ enum Body<T: Element> {
 /// use tensor::{Rng, Tensor};
 /// # fn main() -> tensor::Result<()> {
 /// let (store, mut rng) = (ParamStore::<f64>::new(), Rng::new(0));
-/// let cfg = IcnnConfig {
-///     input: 2, width: 8, layers: 2, activation: Activation::Softplus, strong_convexity: 0.1,
-/// };
+/// let cfg = IcnnConfig { input: 2, width: 8, layers: 2, activation: Activation::Softplus, strong_convexity: 0.1 };
 /// let icnn = Icnn::new(&store.root().sub("icnn"), cfg, &mut rng)?;
 /// let small = LiftConfig { hidden: vec![16], summary: 8, ..LiftConfig::default() };
 /// let lift = Lift::new(&store.root().sub("lift"), 2, icnn.constrained_shapes(), &small, &mut rng)?;
 /// // The ICNN's weights, emitted from a summary of the batch through softplus: positive.
 /// let batch = Tensor::rand_normal(&[32, 2], 0.0, 1.0, &mut rng)?;
 /// let w = lift.weights(&batch)?;
-/// assert_eq!(w.len(), icnn.constrained_shapes().len());
-/// assert!(w.iter().all(|w| w.value().min_all().is_ok_and(|m| m > 0.0)));
+/// assert!(w.len() == 2 && w.iter().all(|w| w.value().min_all().is_ok_and(|m| m > 0.0)));
 /// // Gradients of the ICNN's output reach the lift's slack biases through them.
-/// let f = icnn.forward_with(&Var::constant(batch), &w)?.mean_all()?;
-/// let g = backward(&f)?;
+/// let g = backward(&icnn.forward_with(&Var::constant(batch), &w)?.mean_all()?)?;
 /// assert!(lift.slack().iter().all(|p| g.get(&p.var()).is_some()));
 /// # Ok(())
 /// # }

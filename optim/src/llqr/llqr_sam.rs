@@ -106,8 +106,7 @@ impl Default for LlqrConfig {
 /// let (store, mut rng) = (ParamStore::<f64>::new(), Rng::new(0));
 /// let mlp = Mlp::new(&store.root(), &[3, 4, 3], Activation::Tanh, &mut rng)?;
 /// let x = Var::constant(Tensor::rand_normal(&[6, 3], 0.0, 1.0, &mut rng)?);
-/// let labels = [0, 2, 1, 1, 0, 2];
-/// let logits = || mlp.forward(&x);
+/// let (labels, logits) = ([0, 2, 1, 1, 0, 2], || mlp.forward(&x));
 /// let loss = || cross_entropy(&logits()?, &labels, 0.0);
 /// let cfg = LlqrConfig { lr: 0.1, rho: 0.05, refresh_every: 2, ..LlqrConfig::default() };
 /// let mut opt = LlqrSam::new(store.trainable(), cfg)?;
@@ -120,8 +119,7 @@ impl Default for LlqrConfig {
 ///     }
 ///     opt.step_closure(&loss)?;
 /// }
-/// assert_eq!(opt.steps(), 4);
-/// assert!(loss()?.item()? < first);
+/// assert!(opt.steps() == 4 && loss()?.item()? < first);
 /// # Ok(())
 /// # }
 /// ```
