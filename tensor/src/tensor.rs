@@ -378,11 +378,13 @@ impl<T: Element> Tensor<T> {
     /// # }
     /// ```
     pub fn zeros(shape: &[usize]) -> Result<Self> {
+        checked_numel("zeros", shape)?;
         Self::full(shape, T::zero())
     }
 
     /// A tensor of ones.
     pub fn ones(shape: &[usize]) -> Result<Self> {
+        checked_numel("ones", shape)?;
         Self::full(shape, T::one())
     }
 

@@ -162,7 +162,7 @@ fn errors_have_a_kind_and_an_op() {
     );
     assert_eq!(
         kind_op(Tensor::<f32>::zeros(&[1 << 31]).unwrap_err()),
-        (ErrorKind::Limit, "full".to_string())
+        (ErrorKind::Limit, "zeros".to_string())
     );
     assert_eq!(
         kind_op(Tensor::<f32>::zeros(&[usize::MAX, 2]).unwrap_err()).0,
