@@ -44,6 +44,7 @@ pub(crate) mod kernels;
 pub mod layout;
 pub mod limits;
 pub mod linalg;
+pub mod nan_semantics;
 pub mod ops;
 pub mod parallel;
 pub mod rng;

@@ -116,7 +116,15 @@ impl<T: Element> Tensor<T> {
     }
     /// max(x, 0).
     pub fn relu(&self) -> Tensor<T> {
-        self.map(|x| if x > T::zero() { x } else { x * T::zero() })
+        // NaN stays NaN; everything else not above zero, −∞ included, is +0 (the
+        // `x * 0` this replaces gave NaN for −∞).
+        self.map(|x| {
+            if x > T::zero() || x.is_nan() {
+                x
+            } else {
+                T::zero()
+            }
+        })
     }
     /// x for x > 0, `slope`·x otherwise.
     pub fn leaky_relu(&self, slope: f64) -> Tensor<T> {

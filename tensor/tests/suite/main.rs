@@ -13,6 +13,7 @@ mod laws;
 mod linalg;
 mod lu;
 mod matmul;
+mod nan_semantics;
 mod reduce;
 mod reproducibility;
 mod suite_layout;
