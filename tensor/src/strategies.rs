@@ -2,6 +2,23 @@
 //! arbitrary layouts (permuted, sliced with steps, flipped, broadcast), so that
 //! property tests exercise the strided paths and not only contiguous data.
 //!
+//! The tensors' element values are drawn by proptest too, from a [`Values`]
+//! profile, so a failing case shrinks in its values as well as its shape and
+//! layout: towards 0 and small integers. `Values::Hostile` draws the values that
+//! break numerical code (NaN with payloads, ±∞, ±0, subnormals, the type's largest
+//! values, neighbours one ulp apart), mixed with ordinary ones.
+//!
+//! ```
+//! use proptest::prelude::*;
+//! use tensor::strategies::{tensor_in, Values};
+//! use tensor::Tensor;
+//! proptest!(|(t in tensor_in::<f64>(3, 4, Values::Integers))| {
+//!     // Integer data: the sum is exact, in any order, whatever the layout.
+//!     let by_hand: f64 = t.to_vec().iter().sum();
+//!     prop_assert_eq!(t.sum_all().item().unwrap(), by_hand);
+//! });
+//! ```
+//!
 //! Enabled by the `proptest` feature.
 
 use crate::element::Element;
@@ -86,31 +103,63 @@ pub fn layout_recipe(rank: usize, allow_broadcast: bool) -> impl Strategy<Value 
 }
 
 impl LayoutRecipe {
-    /// Builds a tensor of `shape` with values uniform in [-3, 3), laid out as the
-    /// recipe says.
+    /// Builds a tensor of `shape` with values uniform in [-3, 3) (from the
+    /// recipe's seed), laid out as the recipe says.
     pub fn build<T: Element>(&self, shape: &[usize]) -> Tensor<T> {
-        let r = shape.len();
-        let src: Vec<usize> = (0..r)
+        let stored = self.stored_shape(shape);
+        let mut rng = Rng::new(self.seed);
+        let base = Tensor::<T>::rand_uniform(&stored, -3.0, 3.0, &mut rng).expect("valid shape");
+        self.lay_out(base, shape)
+    }
+
+    /// Builds a tensor of `shape` laid out as the recipe says, its stored values
+    /// (in storage order) cycling through `pool` (which must not be empty).
+    pub fn build_cycled<T: Element>(&self, shape: &[usize], pool: &[T]) -> Tensor<T> {
+        let stored = self.stored_shape(shape);
+        let n: usize = stored.iter().product();
+        let v: Vec<T> = pool.iter().copied().cycle().take(n).collect();
+        self.lay_out(Tensor::from_vec(v, &stored).expect("valid shape"), shape)
+    }
+
+    /// The recipe for the first `rank` axes: their steps, flips and broadcasts,
+    /// and the storage order of those axes as this recipe orders them.
+    pub fn truncated(&self, rank: usize) -> LayoutRecipe {
+        LayoutRecipe {
+            perm: self.perm.iter().copied().filter(|&p| p < rank).collect(),
+            steps: self.steps[..rank].to_vec(),
+            flips: self.flips[..rank].to_vec(),
+            broadcast: self.broadcast[..rank].to_vec(),
+            seed: self.seed,
+        }
+    }
+
+    /// The shape of the fresh storage the view is cut from.
+    fn stored_shape(&self, shape: &[usize]) -> Vec<usize> {
+        self.perm.iter().map(|&p| self.big(shape)[p]).collect()
+    }
+
+    /// Each axis's extent before slicing with steps (1 for a broadcast axis).
+    fn big(&self, shape: &[usize]) -> Vec<usize> {
+        (0..shape.len())
             .map(|i| {
-                if self.broadcast[i] {
+                let src = if self.broadcast[i] {
                     1.min(shape[i])
                 } else {
                     shape[i]
-                }
-            })
-            .collect();
-        let big: Vec<usize> = (0..r)
-            .map(|i| {
-                if src[i] == 0 {
+                };
+                if src == 0 {
                     0
                 } else {
-                    (src[i] - 1) * self.steps[i] + 1
+                    (src - 1) * self.steps[i] + 1
                 }
             })
-            .collect();
-        let stored: Vec<usize> = self.perm.iter().map(|&p| big[p]).collect();
-        let mut rng = Rng::new(self.seed);
-        let base = Tensor::<T>::rand_uniform(&stored, -3.0, 3.0, &mut rng).expect("valid shape");
+            .collect()
+    }
+
+    /// The view of `shape` the recipe cuts from `base` (of the stored shape).
+    fn lay_out<T: Element>(&self, base: Tensor<T>, shape: &[usize]) -> Tensor<T> {
+        let r = shape.len();
+        let big = self.big(shape);
         let mut inv = vec![0isize; r];
         for (j, &p) in self.perm.iter().enumerate() {
             inv[p] = j as isize;
@@ -130,17 +179,113 @@ impl LayoutRecipe {
     }
 }
 
+/// Which element values the tensor strategies draw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Values {
+    /// Finite values in [−3, 3) (the default); they shrink towards 0.
+    #[default]
+    Finite,
+    /// Integers in −8..=8, exactly representable in `f32` and `f64`: sums and
+    /// products of a few are exact in any order, so results can be asserted bit
+    /// for bit. They shrink towards 0.
+    Integers,
+    /// Ordinary finite values mixed with the ones that break numerical code: NaN
+    /// (both signs, with a payload), ±∞, ±0, the smallest subnormal, a subnormal
+    /// near the normal range, ±(largest finite of the type), and 1 with its
+    /// neighbours one ulp away (ties and near-ties). Shrinks towards ordinary values.
+    Hostile,
+}
+
+/// One element value of profile `values`, representable in `T` (as an `f64`).
+pub fn value<T: Element>(values: Values) -> BoxedStrategy<f64> {
+    match values {
+        Values::Finite => (-3.0f64..3.0).prop_map(|v| T::from_f64(v).as_f64()).boxed(),
+        Values::Integers => (-8i32..=8).prop_map(f64::from).boxed(),
+        Values::Hostile => {
+            let big = T::max_value().as_f64();
+            let tiny = T::min_positive_value().as_f64();
+            let eps = T::epsilon().as_f64();
+            let specials: Vec<f64> = vec![
+                f64::NAN,
+                -f64::NAN,
+                f64::from_bits(0x7ff8_0000_0000_0001),
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+                0.0,
+                -0.0,
+                T::from_f64(tiny * eps).as_f64(), // the smallest subnormal
+                tiny * 0.5,
+                big,
+                -big,
+                1.0,
+                1.0 + eps,
+                1.0 - eps / 2.0,
+            ];
+            prop_oneof![
+                3 => (-3.0f64..3.0).prop_map(|v| T::from_f64(v).as_f64()),
+                1 => proptest::sample::select(specials),
+            ]
+            .boxed()
+        }
+    }
+}
+
+/// The most distinct values a drawn tensor holds: its stored values cycle through
+/// a pool of at most this many, drawn independently of its shape and layout, so
+/// that shrinking the shape keeps the values and shrinking the values keeps the
+/// shape (a pool regenerated with each shape would lose the failure).
+pub const VALUE_POOL: usize = 256;
+
+/// A pool of 1 to [`VALUE_POOL`] values of profile `values`, as `T`.
+pub fn value_pool<T: Element>(values: Values) -> impl Strategy<Value = Vec<T>> {
+    proptest::collection::vec(value::<T>(values), 1..=VALUE_POOL)
+        .prop_map(|v| v.into_iter().map(T::from_f64).collect())
+}
+
 /// A tensor of exactly `shape` in an arbitrary layout (no broadcast axes).
 pub fn tensor_with_shape<T: Element>(shape: Vec<usize>) -> impl Strategy<Value = Tensor<T>> {
-    layout_recipe(shape.len(), false).prop_map(move |r| r.build(&shape))
+    tensor_with_shape_in(shape, false, Values::Finite)
 }
 
 /// A tensor of exactly `shape` in an arbitrary layout, broadcast axes included.
 pub fn tensor_with_shape_bcast<T: Element>(shape: Vec<usize>) -> impl Strategy<Value = Tensor<T>> {
-    layout_recipe(shape.len(), true).prop_map(move |r| r.build(&shape))
+    tensor_with_shape_in(shape, true, Values::Finite)
+}
+
+/// A tensor of exactly `shape` in an arbitrary layout (broadcast axes when
+/// `allow_broadcast`), its values drawn from `values`.
+pub fn tensor_with_shape_in<T: Element>(
+    shape: Vec<usize>,
+    allow_broadcast: bool,
+    values: Values,
+) -> impl Strategy<Value = Tensor<T>> {
+    (
+        value_pool::<T>(values),
+        layout_recipe(shape.len(), allow_broadcast),
+    )
+        .prop_map(move |(pool, r)| r.build_cycled(&shape, &pool))
 }
 
 /// A tensor of arbitrary shape (rank ≤ `max_rank`, axes ≤ `max_dim`) and layout.
 pub fn tensor<T: Element>(max_rank: usize, max_dim: usize) -> impl Strategy<Value = Tensor<T>> {
-    shape(max_rank, max_dim).prop_flat_map(tensor_with_shape_bcast::<T>)
+    tensor_in(max_rank, max_dim, Values::Finite)
+}
+
+/// A tensor of arbitrary shape (rank ≤ `max_rank`, axes ≤ `max_dim`) and layout,
+/// its values drawn from `values`. Shape, layout and values are drawn
+/// independently (the layout for `max_rank` axes, cut to the shape's rank), so
+/// each shrinks on its own.
+pub fn tensor_in<T: Element>(
+    max_rank: usize,
+    max_dim: usize,
+    values: Values,
+) -> impl Strategy<Value = Tensor<T>> {
+    // The pool first: a tuple shrinks its parts in order, and a pool shrunk to the
+    // failing values lets the shape shrink to a single element afterwards.
+    (
+        value_pool::<T>(values),
+        shape(max_rank, max_dim),
+        layout_recipe(max_rank, true),
+    )
+        .prop_map(|(pool, shape, r)| r.truncated(shape.len()).build_cycled(&shape, &pool))
 }

@@ -16,6 +16,7 @@ mod matmul;
 mod nan_semantics;
 mod reduce;
 mod reproducibility;
+mod strategies;
 mod suite_layout;
 mod unsafe_confined;
 mod views_and_indexing;
