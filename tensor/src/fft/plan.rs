@@ -81,7 +81,44 @@ struct BluesteinScratch<T: Copy + Send + 'static> {
     inner: Scratch<T>,
 }
 
-type Cache = HashMap<(TypeId, usize), Arc<dyn Any + Send + Sync>>;
+type Key = (TypeId, usize);
+
+/// The plans all threads share, bounded: at most [`MAX_PLANS`] lengths and
+/// [`MAX_CACHED_POINTS`] points in all (one longer plan is kept alone), the
+/// oldest dropped first (a plan in use stays alive through its `Arc`). Without a bound a process that transforms many
+/// distinct lengths would keep every plan it ever built.
+#[derive(Default)]
+struct Cache {
+    plans: HashMap<Key, Arc<dyn Any + Send + Sync>>,
+    order: std::collections::VecDeque<Key>,
+    points: usize,
+}
+
+/// The most lengths the shared cache keeps.
+const MAX_PLANS: usize = 64;
+/// The most points (sum of the cached lengths) the shared cache keeps: about
+/// 2²² complex twiddles, tens of MB in `f64` with the algorithms' own tables.
+const MAX_CACHED_POINTS: usize = 1 << 22;
+
+impl Cache {
+    fn insert(&mut self, key: Key, plan: Arc<dyn Any + Send + Sync>) {
+        if self.plans.contains_key(&key) {
+            return;
+        }
+        while !self.order.is_empty()
+            && (self.plans.len() >= MAX_PLANS || self.points + key.1 > MAX_CACHED_POINTS)
+        {
+            if let Some(old) = self.order.pop_front() {
+                self.plans.remove(&old);
+                self.points -= old.1;
+            }
+        }
+        self.plans.insert(key, plan);
+        self.order.push_back(key);
+        self.points += key.1;
+    }
+}
+
 static PLANS: Mutex<Option<Cache>> = Mutex::new(None);
 
 fn factorise(mut n: usize) -> Option<Vec<usize>> {
@@ -148,7 +185,7 @@ fn shared_plan<T: Element>(n: usize) -> Arc<Plan<T>> {
     if let Some(p) = PLANS
         .lock()
         .ok()
-        .and_then(|c| c.as_ref().and_then(|c| c.get(&key).cloned()))
+        .and_then(|c| c.as_ref().and_then(|c| c.plans.get(&key).cloned()))
     {
         if let Ok(p) = p.downcast::<Plan<T>>() {
             return p;
@@ -156,7 +193,7 @@ fn shared_plan<T: Element>(n: usize) -> Arc<Plan<T>> {
     }
     let built = Arc::new(build::<T>(n));
     if let Ok(mut c) = PLANS.lock() {
-        c.get_or_insert_with(HashMap::new)
+        c.get_or_insert_with(Cache::default)
             .insert(key, built.clone());
     }
     built
@@ -611,6 +648,34 @@ fn stage_generic<T: Element>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shared cache stays within its bounds however many lengths are planned,
+    /// dropping the oldest first, and a plan built again gives the same bits.
+    #[test]
+    fn the_shared_cache_is_bounded() {
+        let mut cache = Cache::default();
+        let key = |n: usize| (TypeId::of::<f64>(), n);
+        let dummy = || Arc::new(()) as Arc<dyn Any + Send + Sync>;
+        for n in 1..=200 {
+            cache.insert(key(n), dummy());
+            assert!(cache.plans.len() <= MAX_PLANS && cache.points <= MAX_CACHED_POINTS);
+            assert_eq!(cache.plans.len(), cache.order.len());
+        }
+        assert!(cache.plans.contains_key(&key(200)) && !cache.plans.contains_key(&key(1)));
+        cache.insert(key(MAX_CACHED_POINTS), dummy());
+        assert_eq!(cache.plans.len(), 1);
+        assert_eq!(cache.points, MAX_CACHED_POINTS);
+        // Through the real cache: many lengths, then the first again, same bits.
+        let first = shared_plan::<f64>(97).tw.0.clone();
+        for n in 100..100 + 2 * MAX_PLANS {
+            shared_plan::<f64>(n);
+        }
+        let again = shared_plan::<f64>(97).tw.0.clone();
+        assert_eq!(first, again);
+        let lock = PLANS.lock().unwrap();
+        let c = lock.as_ref().unwrap();
+        assert!(c.plans.len() <= MAX_PLANS && c.points <= MAX_CACHED_POINTS);
+    }
 
     /// The vectorised stages (`kernels::fft`) give the scalar stages' bits, for every
     /// stage shape they take: the first stage (s = 1), the f32 s = 4 stage, whole
