@@ -173,9 +173,13 @@ impl<T: Element> Adam<T> {
             let vmax = self.v[i].as_ref().map_or(T::zero(), |v| {
                 max_abs(v.contiguous().as_slice().expect("contiguous"))
             });
-            if max_abs(gs) + coupled * max_abs(xs) <= limit
-                && vmax <= T::max_value() / T::from_f64(2.0)
-            {
+            // The parameter is read only when coupled decay adds it to the gradient.
+            let decay = if coupled > T::zero() {
+                coupled * max_abs(xs)
+            } else {
+                T::zero()
+            };
+            if max_abs(gs) + decay <= limit && vmax <= T::max_value() / T::from_f64(2.0) {
                 continue;
             }
             let zeros = || Tensor::zeros_like(&x);

@@ -29,7 +29,11 @@ impl Gaussian {
             ));
         }
         let d = x.shape()[1];
-        if let Some(i) = x.to_vec().iter().position(|v| !v.is_finite()) {
+        // The vectorised check first; the copy that locates the value only on failure.
+        if let Some(i) = (!x.all_finite())
+            .then(|| x.to_vec().iter().position(|v| !v.is_finite()))
+            .flatten()
+        {
             return Err(Error::value(
                 "Gaussian::fit",
                 format!("row {} column {} is not finite", i / d, i % d),
