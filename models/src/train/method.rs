@@ -60,6 +60,12 @@ impl Method {
         out
     }
 
+    /// Whether the method perturbs the weights before its gradient (its radius ρ
+    /// matters): the SAM family and LLQR with a perturbation.
+    pub fn perturbs(self) -> bool {
+        !matches!(self, Method::Sgd | Method::Llqr(_))
+    }
+
     /// The method with this [`Method::tag`].
     pub fn parse(tag: &str) -> Result<Method> {
         Self::known()

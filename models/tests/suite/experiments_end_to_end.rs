@@ -37,12 +37,35 @@ fn llqr_sam_reports_every_noise_level_and_the_spread_of_u() {
             "1",
             "--refresh",
             "2",
+            "--rhos",
+            "0.05,0.5",
         ],
         &dir,
     );
     let tables = llqr_sam::classify::run(&cfg).unwrap();
-    let t = &tables[0];
+    // The choice of ρ: only the perturbing arm is scored, one value chosen per
+    // level (its column holds exactly one mark).
+    let choice = &tables[0];
+    assert!(choice.title.contains("choice of ρ"), "{}", choice.title);
+    assert!(choice.rows.len() >= 2 && choice.rows.iter().all(|r| r[0] == "Fisher-SAM"));
+    for col in 2..4 {
+        let marked = choice.rows.iter().filter(|r| r[col].contains('←')).count();
+        assert_eq!(marked, 1, "{:?}", choice.rows);
+    }
+    // The best-epoch table: a cell per level and the final training losses.
+    let best = &tables[2];
+    assert_eq!(best.rows.len(), 3);
+    assert_eq!(
+        best.rows[0][3].split(" / ").count(),
+        2,
+        "{:?}",
+        best.rows[0]
+    );
+    let t = &tables[1];
     assert_eq!(t.rows.len(), 3);
+    let rho = t.headers.iter().position(|h| h == "ρ by level").unwrap();
+    assert_eq!(t.rows[0][rho], "—");
+    assert_eq!(t.rows[1][rho].split(" / ").count(), 2);
     assert!(t.headers.iter().any(|h| h == "noise 40 %"));
     let u = t
         .headers

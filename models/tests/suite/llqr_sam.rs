@@ -1,7 +1,7 @@
 //! The LLQR+SAM experiment's training loop: it learns, it reports divergence instead
 //! of failing, and its pothole toy reproduces the escape the analysis predicts.
 
-use models::experiments::llqr_sam::classify::{train_arm, Arm, Regime};
+use models::experiments::llqr_sam::classify::{train_arm, Arm, Refreshes, Regime};
 use models::experiments::llqr_sam::network::Model;
 use models::experiments::llqr_sam::pothole::{scalar_run, Pothole};
 use models::report::Metrics;
@@ -16,7 +16,8 @@ fn hyper() -> Hyper {
         rho: 0.05,
         fsam_sigma: 1.0,
         fsam_decay: 0.9,
-        refresh_every: 20,
+        // Set per run from the budget's `refreshes`.
+        refresh_every: 1,
         precond_batch: 64,
         inner_lr: 10.0,
     }
@@ -30,6 +31,7 @@ fn llqr_sam_learns_digits_and_moves_its_preconditioner() {
         batch: 64,
         hidden: 64,
         model: Model::Mlp,
+        refreshes: Refreshes::Every(20),
     };
     let run = |method| {
         let arm = Arm {
@@ -51,6 +53,29 @@ fn llqr_sam_learns_digits_and_moves_its_preconditioner() {
     );
     let u = r.preconditioner.expect("LLQR has a preconditioner");
     assert!(u.min < 0.99 || u.max > 1.01, "U stayed at I: {}", u.cell());
+    // 8 epochs of 23 batches at T_U = 20: refreshes before steps 0, 20, …, 180.
+    assert_eq!(r.refreshes, 10);
+    // The best epoch is one of the 8, and no worse than the last.
+    assert!((1..=8).contains(&r.best.1) && r.best.0 >= r.accuracy);
+    assert!(r.train_loss.is_finite() && r.train_loss > 0.0);
+}
+
+#[test]
+fn refreshes_per_run_spread_evenly_and_never_exceed_the_count() {
+    // (steps, refreshes asked, refreshes done): never more than asked.
+    for (steps, n, done) in [
+        (184, 5, 5),
+        (78_200, 78, 78),
+        (10, 4, 4),
+        (9, 4, 3),
+        (3, 10, 3),
+    ] {
+        let t = Refreshes::PerRun(n).period(steps);
+        // Refreshes before steps 0, t, 2t, … below `steps`.
+        assert_eq!(steps.div_ceil(t), done, "{steps} steps, {n} asked");
+    }
+    assert_eq!(Refreshes::PerRun(78).period(78_200), 1003);
+    assert_eq!(Refreshes::Every(25).period(10), 25);
 }
 
 #[test]
@@ -64,6 +89,7 @@ fn the_small_cnn_learns_digits_under_llqr_sam() {
             batch: 64,
             hidden: 128,
             model: Model::Cnn,
+            refreshes: Refreshes::Every(20),
         },
     };
     let r = train_arm(&arm, (&train, &test), 0, "t", true, &mut Metrics::default()).unwrap();
@@ -83,6 +109,7 @@ fn a_diverging_arm_is_reported_not_fatal() {
             batch: 64,
             hidden: 32,
             model: Model::Mlp,
+            refreshes: Refreshes::Every(20),
         },
     };
     let r = train_arm(&arm, (&train, &test), 0, "t", true, &mut Metrics::default()).unwrap();
