@@ -207,6 +207,15 @@ pub fn registry() -> Vec<Experiment> {
             run: vit::run,
         },
         Experiment {
+            name: "llqr-premise",
+            about: "whether U, learned by LlqrSam at the authors' inner settings, reaches the curvature it should invert: a 32-D quadratic (Newton) and a softmax regression (NGD) whose curvatures are known in closed form",
+            in_demo: false,
+            options: llqr_sam::premise::OPTIONS,
+            reads_data: false,
+            shards: false,
+            run: llqr_sam::premise::run,
+        },
+        Experiment {
             name: "pothole",
             about: "two-scale landscape: which optimisers escape a narrow dip in a broad bowl, and the SAM/LLQR+SAM hovering amplitudes vs closed forms",
             in_demo: false,
