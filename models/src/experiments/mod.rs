@@ -181,7 +181,7 @@ pub fn registry() -> Vec<Experiment> {
         },
         Experiment {
             name: "llqr-sam",
-            about: "MNIST MLP or CNN: SGD, SAM, F-SAM, Fisher-SAM, LLQR, LLQR+SAM and LLQR+F-SAM at 0-80 % label noise, with U's spread and cost per step",
+            about: "MNIST MLP or CNN trained until the noisy labels are memorised: SGD, SAM and LLQR+SAM (also F-SAM, Fisher-SAM, LLQR alone, LLQR+F-SAM) at 0-80 % label noise, ρ chosen on validation; U's effect on a held-out gradient, its spread and the cost per step",
             in_demo: true,
             options: llqr_sam::classify::OPTIONS,
             reads_data: true,

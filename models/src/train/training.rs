@@ -6,7 +6,7 @@
 
 use super::method::{Hyper, Method};
 use super::spread::Spread;
-use super::u_effect::u_effect;
+use super::u_effect::{u_effect, UEffect};
 use crate::report::Metrics;
 use autograd::Var;
 use nn::{Param, ParamStore};
@@ -37,7 +37,7 @@ pub struct Training<T: Element> {
     refreshes: usize,
     refresh_seconds: f64,
     /// U's effect on a held-out gradient after the latest refresh.
-    u_effect: Option<f64>,
+    u_effect: Option<UEffect>,
 }
 
 /// A recorded computation on the current parameters (a loss, the features).
@@ -222,7 +222,10 @@ impl<T: Element> Training<T> {
         refreshed?;
         if let Some(effect) = effect {
             let effect = effect?;
-            metrics.push(series, step, "u_effect", effect);
+            metrics.push(series, step, "u_effect", effect.ratio);
+            for (name, share) in effect.names.iter().zip(&effect.shares) {
+                metrics.push(series, step, &format!("u_effect_share/{name}"), *share);
+            }
             self.u_effect = Some(effect);
         }
         if let Some(u) = self.preconditioner_summary() {
@@ -253,9 +256,10 @@ impl<T: Element> Training<T> {
         Spread::of(entries)
     }
 
-    /// For LLQR with a held-out batch: ‖Ug − g‖ / ‖g‖ after the latest refresh.
-    pub fn u_effect(&self) -> Option<f64> {
-        self.u_effect
+    /// For LLQR with a held-out batch: U's effect (‖Ug − g‖ / ‖g‖ and each
+    /// parameter's share of it) after the latest refresh.
+    pub fn u_effect(&self) -> Option<&UEffect> {
+        self.u_effect.as_ref()
     }
 
     /// For LLQR: non-finite entries of U's gradient sanitised so far.

@@ -90,6 +90,18 @@ fn llqr_sam_reports_every_noise_level_and_the_spread_of_u() {
         values.iter().all(|v| v.is_finite() && *v >= 0.0),
         "{values:?}"
     );
+    // Where U acts: a parameter and its share of ‖Ug − g‖², per level.
+    let at = t
+        .headers
+        .iter()
+        .position(|h| h.starts_with("where U acts"))
+        .unwrap();
+    assert_eq!(t.rows[0][at], "—");
+    for cell in t.rows[2][at].split(" / ") {
+        let (name, share) = cell.rsplit_once(' ').unwrap();
+        let share: f64 = share.parse().unwrap();
+        assert!(!name.is_empty() && (0.0..=1.0).contains(&share), "{cell}");
+    }
     let bad = config(&["--dataset", "digits", "--arms", "sgd,nope"], &dir);
     let e = llqr_sam::classify::run(&bad).unwrap_err().to_string();
     assert!(e.contains("unknown arm 'nope'"), "{e}");

@@ -116,6 +116,8 @@ pub struct ArmResult {
     /// For LLQR arms, ‖Ug − g‖ / ‖g‖ after the last refresh, g the gradient of an
     /// independent batch of the training set.
     pub u_effect: Option<f64>,
+    /// For LLQR arms, each parameter's share of ‖Ug − g‖² then, by name.
+    pub u_shares: Vec<(String, f64)>,
     /// The trained parameters.
     pub store: ParamStore<f32>,
 }
@@ -309,7 +311,14 @@ pub fn train_arm(
         refreshes,
         preconditioner: training.preconditioner_summary(),
         sanitised: training.sanitised(),
-        u_effect: training.u_effect(),
+        u_effect: training.u_effect().map(|e| e.ratio),
+        u_shares: training.u_effect().map_or(Vec::new(), |e| {
+            e.names
+                .iter()
+                .cloned()
+                .zip(e.shares.iter().copied())
+                .collect()
+        }),
         store,
     })
 }
@@ -401,6 +410,22 @@ struct Summary {
     sanitised: usize,
     /// Mean ‖Ug − g‖ / ‖g‖ over the seeds at each noise level (LLQR arms).
     u_effect: Option<Vec<f64>>,
+    /// Where U acts, per noise level: the parameter with the largest share of
+    /// ‖Ug − g‖² at the first seed's last refresh, and the share (LLQR arms).
+    u_where: Vec<Option<(String, f64)>>,
+}
+
+/// The prefix of a cell's numbers that hold each parameter's share of U's effect.
+const U_SHARE: &str = "u_share/";
+
+/// The parameter with the largest share of U's effect among a cell's `numbers`.
+fn largest_share(numbers: &[(String, f64)]) -> Option<(String, f64)> {
+    numbers
+        .iter()
+        .filter_map(|(k, v)| k.strip_prefix(U_SHARE).map(|name| (name, *v)))
+        .filter(|(_, v)| v.is_finite())
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(name, v)| (name.to_string(), v))
 }
 
 /// The grid setting of noise `level` (a fraction): `noise40`.
@@ -450,6 +475,11 @@ fn summarise(
             ];
             numbers.extend(Spread::fields(r.preconditioner));
             numbers.extend(r.u_effect.map(|e| ("u_effect".to_string(), e)));
+            numbers.extend(
+                r.u_shares
+                    .into_iter()
+                    .map(|(name, share)| (format!("{U_SHARE}{name}"), share)),
+            );
             Ok(numbers)
         })?;
     }
@@ -468,6 +498,7 @@ fn summarise(
         preconditioner: Spread::from_numbers(grid.numbers(tag, &first_level, first)?)?,
         sanitised: 0,
         u_effect: None,
+        u_where: Vec::new(),
     };
     for &noise in &data.levels {
         let level = level_name(noise);
@@ -492,6 +523,8 @@ fn summarise(
             let mean = finite.iter().sum::<f64>() / finite.len() as f64;
             out.u_effect.get_or_insert_with(Vec::new).push(mean);
         }
+        out.u_where
+            .push(largest_share(grid.numbers(tag, &level, first)?));
     }
     Ok(out)
 }
@@ -778,6 +811,7 @@ fn headline(
             "refreshes",
             "U entries: median [min, max], moved > 1 %",
             "‖Ug − g‖ / ‖g‖ by level",
+            "where U acts: largest share of ‖Ug − g‖², first seed, by level",
             "sanitised",
         ]),
         &o.levels,
@@ -826,6 +860,14 @@ fn headline(
             s.u_effect
                 .as_ref()
                 .map_or("—".into(), |e| join(e, |v| format!("{v:.3}"))),
+            if s.u_where.iter().any(Option::is_some) {
+                join(&s.u_where, |w| {
+                    w.as_ref()
+                        .map_or("—".into(), |(name, share)| format!("{name} {share:.2}"))
+                })
+            } else {
+                "—".into()
+            },
             if s.preconditioner.is_some() {
                 s.sanitised.to_string()
             } else {
