@@ -283,6 +283,20 @@ pub fn mean_std(values: &[f64], digits: usize) -> String {
     format!("{mean:.digits$} ± {sd:.digits$}")
 }
 
+/// The median of the finite `values`, NaN if none.
+pub fn median(values: &[f64]) -> f64 {
+    let mut finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    finite.sort_by(f64::total_cmp);
+    let n = finite.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        finite[n / 2]
+    } else {
+        0.5 * (finite[n / 2 - 1] + finite[n / 2])
+    }
+}
+
 /// The folders directly inside `dir`, in name order.
 pub fn subfolders(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -470,6 +484,13 @@ impl RunDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_median_skips_non_finite_values() {
+        assert_eq!(median(&[3.0, f64::NAN, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, f64::INFINITY, 2.0, 3.0]), 2.5);
+        assert!(median(&[f64::NAN]).is_nan() && median(&[]).is_nan());
+    }
 
     #[test]
     fn series_split_into_method_setting_and_seed() {

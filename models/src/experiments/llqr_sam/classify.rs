@@ -15,7 +15,7 @@ use crate::data::Dataset;
 use crate::experiments::images::{self, ImageSet};
 use crate::grid::Grid;
 use crate::report::evidence::{Better, Claim, Evidence};
-use crate::report::{mean_std, Metrics, Plot, Table};
+use crate::report::{mean_std, median, Metrics, Plot, Table};
 use crate::train::choice::{choose, extensions, scored_values, Choice};
 use crate::train::set_mode;
 use crate::train::{
@@ -826,7 +826,7 @@ fn headline(
     let mut sgd_ms = None;
     let mut accuracies: Vec<ArmAccuracies> = Vec::new();
     for (k, &method) in o.arms.iter().enumerate() {
-        let mut s = summarise(
+        let s = summarise(
             |level| o.arm(method, rhos[k][level]),
             &method.tag(),
             data,
@@ -835,8 +835,8 @@ fn headline(
             model,
         )?;
         accuracies.push((method, s.accuracy.clone(), s.u_effect.clone()));
-        let ms = median(&mut s.ms);
-        let ms_authors = median(&mut s.ms_authors);
+        let ms = median(&s.ms);
+        let ms_authors = median(&s.ms_authors);
         let base = *sgd_ms.get_or_insert(ms);
         let mut row = vec![
             method.name(),
@@ -879,7 +879,7 @@ fn headline(
         row.extend(
             s.best
                 .iter()
-                .zip(&mut s.best_epoch)
+                .zip(&s.best_epoch)
                 .map(|(acc, epochs)| format!("{} ({:.0})", accuracy_cell(acc), median(epochs))),
         );
         row.push(join(&s.train_loss, |l| {
@@ -1057,19 +1057,5 @@ fn accuracy_cell(accs: &[f64]) -> String {
             mean_std(&finite, 2),
             accs.len()
         ),
-    }
-}
-
-/// The median of the finite values of `v` (sorted in place), NaN if none.
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let finite: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    let n = finite.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        finite[n / 2]
-    } else {
-        0.5 * (finite[n / 2 - 1] + finite[n / 2])
     }
 }

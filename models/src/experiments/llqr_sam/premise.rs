@@ -23,7 +23,7 @@
 //!   for the natural-gradient step; the best diagonal U for one batch reaches 1).
 
 use crate::cli::RunConfig;
-use crate::report::{Metrics, Plot, Table};
+use crate::report::{median, Metrics, Plot, Table};
 use autograd::Var;
 use nn::checkpoint::AnyTensor;
 use nn::{Param, ParamStore};
@@ -102,15 +102,14 @@ pub fn slope(x: &[f64], y: &[f64]) -> f64 {
     sxy / sxx
 }
 
-/// The median of `v`.
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
+/// "median [min, max]" of `values`, to 3 decimals.
+fn spread_cell(values: &[f64]) -> String {
+    let (lo, hi) = values
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(*v), b.max(*v))
+        });
+    format!("{:.3} [{lo:.3}, {hi:.3}]", median(values))
 }
 
 /// U's diagonal, flattened in parameter order.
@@ -274,7 +273,7 @@ fn newton(
                 &format!("newton s={s}"),
                 r,
                 "median U·curvature",
-                median(scaled),
+                median(&scaled),
             );
             if marks.contains(&r) {
                 table.row(row(
@@ -298,16 +297,11 @@ fn newton(
 /// One row of the Newton table.
 fn row(name: &str, s: &str, r: &str, u: &[f64], lam: &[f64], hover: f64) -> Vec<String> {
     let scaled: Vec<f64> = u.iter().zip(lam).map(|(a, b)| a * b).collect();
-    let (lo, hi) = scaled
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-            (a.min(*v), b.max(*v))
-        });
     vec![
         name.to_string(),
         s.to_string(),
         r.to_string(),
-        format!("{:.3} [{lo:.3}, {hi:.3}]", median(scaled)),
+        spread_cell(&scaled),
         format!("{:.3}", exponent(lam, u)),
         if hover.is_finite() {
             format!("{hover:.3}")
@@ -418,11 +412,6 @@ fn natural(
         let fbar_all = expand(&fbar);
         let read = |u: &[f64], what: &str, r: &str| -> Result<Vec<String>> {
             let scaled: Vec<f64> = u.iter().zip(&fbar_all).map(|(a, b)| a * b).collect();
-            let (lo, hi) = scaled
-                .iter()
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-                    (a.min(*v), b.max(*v))
-                });
             let rows: Vec<f64> = u
                 .chunks(CLASSES)
                 .map(|c| c.iter().sum::<f64>() / CLASSES as f64)
@@ -437,9 +426,9 @@ fn natural(
                 name.to_string(),
                 what.to_string(),
                 r.to_string(),
-                format!("{:.3} [{lo:.3}, {hi:.3}]", median(scaled)),
+                spread_cell(&scaled),
                 format!("{:.3}", exponent(&variance, &rows)),
-                format!("{:.3}", median(shares)),
+                format!("{:.3}", median(&shares)),
             ])
         };
         table.row(read(&vec![1.0; DIM * CLASSES], "I", "—")?);
@@ -460,7 +449,7 @@ fn natural(
                 &format!("ngd {}", geometry_key(geometry)),
                 r,
                 "median U·curvature",
-                median(scaled),
+                median(&scaled),
             );
             if marks.contains(&r) {
                 table.row(read(&u, "learned", &r.to_string())?);
