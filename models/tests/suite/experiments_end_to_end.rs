@@ -107,6 +107,22 @@ fn llqr_sam_reports_every_noise_level_and_the_spread_of_u() {
     assert!(e.contains("unknown arm 'nope'"), "{e}");
     let bad = config(&["--dataset", "digits", "--noise", "120"], &dir);
     assert!(llqr_sam::classify::run(&bad).is_err());
+    for (option, value, named) in [
+        ("--rhos", "0.2,0.1", "--rhos"),
+        ("--validation", "1.5", "--validation"),
+        (
+            "--validation-labels",
+            "dirty",
+            "--validation-labels 'dirty'",
+        ),
+    ] {
+        let bad = config(&["--dataset", "digits", option, value], &dir);
+        let e = llqr_sam::classify::run(&bad).unwrap_err().to_string();
+        assert!(e.contains(named), "{e}");
+    }
+    let bad = config(&["--refreshes", "0"], &dir);
+    let e = llqr_sam::premise::run(&bad).unwrap_err().to_string();
+    assert!(e.contains("--refreshes") && e.contains('0'), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
