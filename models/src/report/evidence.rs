@@ -13,11 +13,18 @@ pub enum Claim {
     LlqrSam,
     /// The lift for input-convex networks.
     Lift,
+    /// The lift's gain is structural: not its capacity, step size or hypernetwork.
+    LiftStructural,
 }
 
 impl Claim {
     /// Every claim, in the summary's order.
-    pub const ALL: [Claim; 3] = [Claim::ClosedForm, Claim::LlqrSam, Claim::Lift];
+    pub const ALL: [Claim; 4] = [
+        Claim::ClosedForm,
+        Claim::LlqrSam,
+        Claim::Lift,
+        Claim::LiftStructural,
+    ];
 
     /// Its short name, as evidence files and `models report` write it.
     pub fn key(self) -> &'static str {
@@ -25,6 +32,7 @@ impl Claim {
             Claim::ClosedForm => "closed-form",
             Claim::LlqrSam => "llqr-sam",
             Claim::Lift => "lift",
+            Claim::LiftStructural => "lift-structural",
         }
     }
 
@@ -39,6 +47,7 @@ impl Claim {
             Claim::ClosedForm => "closed-form proximal last layer",
             Claim::LlqrSam => "LLQR+SAM",
             Claim::Lift => "lift (ICNN)",
+            Claim::LiftStructural => "lift (ICNN), against its controls",
         }
     }
 
@@ -53,6 +62,9 @@ impl Claim {
             }
             Claim::Lift => {
                 "emitting the non-negative weights through the lift fits convex models better than clamping (PGD) or a direct softplus"
+            }
+            Claim::LiftStructural => {
+                "the lift's gain is structural: it also beats a softplus widened to its parameter count, a softplus whose latents' learning rate is multiplied by M (M chosen on validation) and the lift fed a learned code instead of the batch"
             }
         }
     }

@@ -289,11 +289,14 @@ fn one_step_table_has_a_row_per_width_and_gain() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// The flow experiment's tables: σ²_Jac is exactly zero for PGD, softplus and the
-/// learned-code lift (batch-independent iterates), absent without a slack, and
-/// measured for the full lift; the sweep has a row per slack; sizes of 0 are errors.
+/// The flow experiment's tables: σ²_Jac is exactly zero for PGD, softplus, the
+/// step-size control and the learned-code lift (batch-independent iterates), absent
+/// without a slack, and measured for the full lift; the choice of M has a row per
+/// M, one chosen; the sweep has a row per slack; the lift is tested against PGD
+/// and softplus for the paper's claim and against the controls for the structural
+/// one; sizes of 0 are errors.
 #[test]
-fn lift_flow_2d_reads_sigma_for_the_five_cells() {
+fn lift_flow_2d_reads_sigma_and_tests_both_claims() {
     let dir = tmpdir("e2e-flow");
     let cfg = config(
         &[
@@ -310,16 +313,27 @@ fn lift_flow_2d_reads_sigma_for_the_five_cells() {
             "--probe-every",
             "2",
             "--slack-sweep=-2,0",
+            "--multipliers",
+            "10,30",
             "--control",
             "false",
         ],
         &dir,
     );
     let tables = lift::flow2d::run(&cfg).unwrap();
-    assert_eq!(tables.len(), 4);
-    let sigma = &tables[2];
+    assert_eq!(tables.len(), 5);
+    let choice = &tables[1];
+    assert_eq!(choice.rows.len(), 2);
+    assert_eq!(choice.rows.iter().filter(|r| r[2].contains('←')).count(), 1);
+    let sigma = &tables[3];
     let cell = |name: &str| &sigma.rows.iter().find(|r| r[1] == name).unwrap()[2];
-    for zero in ["PGD", "softplus", "lift, learned code"] {
+    for zero in [
+        "PGD",
+        "softplus",
+        "lift, learned code",
+        "softplus, latent lr × 10",
+        "softplus, latent lr × 30",
+    ] {
         assert!(
             cell(zero).split(", ").all(|s| s.contains(": 0.00e0")),
             "{zero}: {}",
@@ -328,24 +342,33 @@ fn lift_flow_2d_reads_sigma_for_the_five_cells() {
     }
     assert!(cell("lift, no slack").split(", ").all(|s| s.ends_with('—')));
     assert!(!cell("lift").contains("0.00e0"), "{}", cell("lift"));
-    assert_eq!(tables[3].rows.len(), 2);
-    // The lift's claim tested against PGD and softplus (no control arm here).
+    assert_eq!(tables[4].rows.len(), 2);
+    // The paper's claim against PGD and softplus, the structural one against the
+    // chosen step-size control and the learned code (no width-matched arm here).
     let ev = &tables[0].evidence;
-    let baselines: Vec<&str> = ev.iter().map(|e| e.baseline.0.as_str()).collect();
-    assert_eq!(baselines, ["PGD", "softplus"]);
-    assert!(ev
-        .iter()
-        .all(|e| e.claim == Claim::Lift && e.method.0 == "lift"));
+    assert!(ev.iter().all(|e| e.method.0 == "lift"));
+    let against = |claim: Claim| -> Vec<&str> {
+        ev.iter()
+            .filter(|e| e.claim == claim)
+            .map(|e| e.baseline.0.as_str())
+            .collect()
+    };
+    assert_eq!(against(Claim::Lift), ["PGD", "softplus"]);
+    let structural = against(Claim::LiftStructural);
+    assert_eq!(structural.len(), 2);
+    assert!(structural[0].starts_with("softplus, latent lr × "));
+    assert_eq!(structural[1], "lift, learned code");
     let summary = summary(ev, None);
-    let lift = summary[1]
-        .rows
-        .iter()
-        .find(|r| r[0] == "lift (ICNN)")
-        .unwrap();
-    assert_eq!(
-        lift[2..7],
-        ["2", "0", "0", "2", "cannot tell at this scale"].map(String::from)
-    );
+    for (method, n) in [
+        ("lift (ICNN)", "2"),
+        ("lift (ICNN), against its controls", "2"),
+    ] {
+        let row = summary[1].rows.iter().find(|r| r[0] == method).unwrap();
+        assert_eq!(
+            row[2..7],
+            [n, "0", "0", n, "cannot tell at this scale"].map(String::from)
+        );
+    }
     for bad in [["--layers", "0"], ["--convention", "nope"]] {
         assert!(lift::flow2d::run(&config(&bad, &dir)).is_err(), "{bad:?}");
     }

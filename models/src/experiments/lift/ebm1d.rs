@@ -2,11 +2,14 @@
 //! fitted by maximum likelihood to Gumbel and Laplace samples. In 1-D the partition
 //! function is a quadrature on a fine grid (exact to the grid's resolution), so the
 //! loss is the exact NLL and the total-variation distance to the target is exact too.
+//! Beside PGD, softplus and the lift, every seed trains the three controls of the
+//! lift's mechanism (capacity, step size, batch coupling; see [`super::controls`]).
 //! `--probe-every` measures σ²_Jac = tr Σ̂_slack during training on that objective
-//! (log Z included) for the five cells: the lift, its no-slack and learned-code
-//! ablations, PGD and softplus.
+//! (log Z included) for every cell but the width-matched softplus, and for the
+//! lift without its slack.
 
 use super::cells::{self, Probes};
+use super::controls::{self, MULTIPLIERS, MULTIPLIERS_HELP};
 use super::density::Density;
 use super::landscape::{Slice, Trajectory};
 use super::{
@@ -22,6 +25,7 @@ use crate::sweep::field;
 use autograd::{no_grad, Var};
 use nn::checkpoint::NamedTensors;
 use optim::lift::{LiftConfig, LiftVariant};
+use optim::AdamConfig;
 use tensor::{Error, Result, Rng, Tensor};
 
 /// Options of this experiment.
@@ -30,9 +34,10 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("width", "ICNN width (quick 32, full 128)"),
     (
         "control",
-        "include the width-matched softplus control (quick false, full true)",
+        "include the width-matched softplus control (quick false: at the lift's parameter count it costs ten times the lift per run; full true)",
     ),
-    ("targets", "gumbel,laplace"),
+    ("multipliers", MULTIPLIERS_HELP),
+    ("targets", "quick gumbel; full gumbel,laplace"),
     (
         "grid",
         "quadrature points for log Z during training (quick 400, full 2000)",
@@ -100,6 +105,8 @@ pub struct RunResult {
     pub tv: f64,
     /// Test NLL with log Z by quadrature.
     pub nll: f64,
+    /// The same on validation samples drawn apart from the test samples.
+    pub val_nll: f64,
     /// Final shoulder occupancy.
     pub shoulder: f64,
     /// Trainable parameters.
@@ -199,7 +206,7 @@ pub fn train_one(
         Convention::Ebm,
         icnn_config(1, width, 3, 0.02),
         lift,
-        1e-3,
+        AdamConfig::adam(1e-3),
         &[],
         &mut rng,
     )?;
@@ -208,6 +215,7 @@ pub fn train_one(
     let mut data_rng = Rng::new(seed ^ 0xdada);
     let pin = target.sample(256, &mut Rng::new(12345))?;
     let test = Var::constant(target.sample(4000, &mut Rng::new(777))?);
+    let validation = Var::constant(target.sample(4000, &mut Rng::new(778))?);
     let series = format!(
         "{}/{}/seed{seed}",
         cell_name(strategy, lift.variant),
@@ -228,7 +236,7 @@ pub fn train_one(
         .store
         .trainable()
         .into_iter()
-        .filter(|p| strategy == Strategy::Lift && p.name().starts_with("positivity"))
+        .filter(|p| strategy.lifts() && p.name().starts_with("positivity"))
         .collect();
     let snap_every = (iterations / 40).max(1);
     let after = |m: &mut Model, it: usize, metrics: &mut Metrics| -> Result<()> {
@@ -276,9 +284,10 @@ pub fn train_one(
     let w = no_grad(|| m.positivity.weights(&pin))?;
     let tv = no_grad(|| total_variation(&m, &w, target, 8000))?;
     let (fine, fdx) = grid(target, 8000)?;
-    let nll = no_grad(|| -> Result<f64> {
+    let (nll, val_nll) = no_grad(|| -> Result<(f64, f64)> {
         let lz = log_partition(&m, &w, &Var::constant(fine), fdx)?;
-        m.net.forward_with(&test, &w)?.mean_all()?.add(&lz)?.item()
+        let on = |x: &Var<f64>| m.net.forward_with(x, &w)?.mean_all()?.add(&lz)?.item();
+        Ok((on(&test)?, on(&validation)?))
     })?;
     let mut landscapes = Vec::new();
     if landscape > 0 {
@@ -328,6 +337,7 @@ pub fn train_one(
         landscapes,
         tv,
         nll,
+        val_nll,
         shoulder: m.positivity.shoulder_occupancy(&pin)?,
         params: m.size(),
         seconds: out.seconds,
@@ -345,6 +355,7 @@ impl RunResult {
         let mut numbers = vec![
             ("tv".to_string(), self.tv),
             ("nll".to_string(), self.nll),
+            ("val_nll".to_string(), self.val_nll),
             ("shoulder".to_string(), self.shoulder),
             ("secs".to_string(), self.seconds),
             ("params".to_string(), self.params as f64),
@@ -384,6 +395,7 @@ struct Options {
     probe_every: usize,
     landscape: usize,
     control: bool,
+    multipliers: Vec<f64>,
     quiet: bool,
 }
 
@@ -399,8 +411,14 @@ impl Options {
                 "--landscape needs at least 2 grid points per axis (or 0 for none)",
             ));
         }
+        let default_targets: &[&str] = if cfg.quick {
+            &["gumbel"]
+        } else {
+            &["gumbel", "laplace"]
+        };
+        let default_targets: Vec<String> = default_targets.iter().map(|t| t.to_string()).collect();
         let targets = cfg
-            .opt_list("targets", &["gumbel".to_string(), "laplace".to_string()])?
+            .opt_list("targets", &default_targets)?
             .iter()
             .map(|t| Target1d::parse(t))
             .collect::<Result<_>>()?;
@@ -416,6 +434,7 @@ impl Options {
             probe_every: cfg.opt("probe-every", iterations / 5)?,
             landscape,
             control: cfg.opt("control", !cfg.quick)?,
+            multipliers: cfg.opt_list("multipliers", &MULTIPLIERS)?,
             quiet: cfg.quiet,
         })
     }
@@ -451,6 +470,7 @@ struct Tables {
     lands: Table,
     escapes: Table,
     sigma: Table,
+    choice: Table,
     maps: Vec<Heatmap>,
 }
 
@@ -476,6 +496,10 @@ impl Tables {
             sigma: Table::new(
                 &format!("lift-ebm-1d: σ²_Jac = tr Σ̂_slack during training on the objective with log Z, seed {first}, {PROBES} probe batches of 256 per snapshot (trace, permutation p-value in brackets; — = no slack channel); the theorem: zero without a slack or a batch-dependent body"),
                 &["target", "cell", "snapshots (iteration: trace [p])"],
+            ),
+            choice: controls::choice_table(
+                "lift-ebm-1d",
+                &format!("ICNN width {width} × 3 layers, {iterations} iterations, {seeds} seeds, 4,000 validation samples"),
             ),
             maps: Vec::new(),
         }
@@ -510,8 +534,43 @@ impl Tables {
     }
 }
 
-/// Every strategy on `target` over the grid's seeds (the first seed probes,
-/// draws the landscapes and keeps its model): the headline rows and evidence.
+/// Trains `strategy` on `target` over the grid's seeds; the first seed probes (but
+/// for the width-matched control), draws the landscapes and keeps its model.
+fn train_arm(
+    o: &Options,
+    (target, strategy): (Target1d, Strategy),
+    grid: &mut Grid,
+    (t, metrics, model): (&mut Tables, &mut Metrics, &mut NamedTensors),
+) -> Result<()> {
+    let (first, name, arm) = (grid.seeds()[0], target.name(), strategy.name());
+    let diagnosed = strategy != Strategy::SoftplusWide;
+    grid.run(&arm, name, metrics, |seed, _, metrics| {
+        let depth = if seed == first && diagnosed {
+            (o.probe_every, o.landscape)
+        } else {
+            (0, 0)
+        };
+        let mut r = o.train((target, strategy, &o.lift), seed, depth, metrics)?;
+        t.landscape_rows(name, &arm, std::mem::take(&mut r.landscapes));
+        if seed == first {
+            let tensors = std::mem::take(&mut r.tensors);
+            model.extend(
+                tensors
+                    .into_iter()
+                    .map(|(k, v)| (format!("{name}.{arm}.{k}"), v)),
+            );
+        }
+        Ok(r.numbers())
+    })?;
+    if diagnosed && o.probe_every > 0 {
+        t.probe_rows(name, &arm, grid.numbers(&arm, name, first)?)?;
+    }
+    Ok(())
+}
+
+/// Every strategy and control on `target` over the grid's seeds, the step-size
+/// control at the M chosen on validation: the headline rows, the choice's rows
+/// and the evidence of both claims.
 fn headline(
     o: &Options,
     target: Target1d,
@@ -521,48 +580,51 @@ fn headline(
     let (a, b) = target.window();
     let samples = target.sample(200_000, &mut Rng::new(1))?.to_vec();
     let h = -samples.iter().map(|&x| target.log_density(x)).sum::<f64>() / 200_000.0;
-    let (first, name) = (grid.seeds()[0], target.name());
+    let name = target.name();
+    let mut arms: Vec<Strategy> = Strategy::BASE.to_vec();
+    if o.control {
+        arms.push(Strategy::SoftplusWide);
+    }
+    arms.push(Strategy::LiftCode);
+    for &strategy in &arms {
+        train_arm(
+            o,
+            (target, strategy),
+            grid,
+            (&mut *t, &mut *metrics, &mut *model),
+        )?;
+    }
+    let choice = controls::choose_multiplier(&o.multipliers, |m| {
+        let fast = Strategy::SoftplusFast(m);
+        train_arm(
+            o,
+            (target, fast),
+            grid,
+            (&mut *t, &mut *metrics, &mut *model),
+        )?;
+        Ok(controls::mean_finite(&grid.values(
+            &fast.name(),
+            name,
+            "val_nll",
+        )?))
+    })?;
+    controls::choice_rows(&mut t.choice, name, &choice);
+    arms.insert(arms.len() - 1, controls::chosen(&choice));
     let (mut all_tv, mut all_nll) = (Vec::new(), Vec::new());
-    for strategy in Strategy::ALL
-        .into_iter()
-        .filter(|&s| o.control || s != Strategy::SoftplusWide)
-    {
+    for strategy in arms {
         let arm = strategy.name();
-        let diagnosed = strategy != Strategy::SoftplusWide;
-        grid.run(arm, name, metrics, |seed, _, metrics| {
-            let at_first = seed == first && diagnosed;
-            let depth = if at_first {
-                (o.probe_every, o.landscape)
-            } else {
-                (0, 0)
-            };
-            let mut r = o.train((target, strategy, &o.lift), seed, depth, metrics)?;
-            t.landscape_rows(name, arm, std::mem::take(&mut r.landscapes));
-            if seed == first {
-                let tensors = std::mem::take(&mut r.tensors);
-                model.extend(
-                    tensors
-                        .into_iter()
-                        .map(|(k, v)| (format!("{name}.{arm}.{k}"), v)),
-                );
-            }
-            Ok(r.numbers())
-        })?;
-        if diagnosed && o.probe_every > 0 {
-            t.probe_rows(name, arm, grid.numbers(arm, name, first)?)?;
-        }
         t.headline.row(vec![
             format!("{name} (entropy {h:.3}, window [{a}, {b}])"),
-            arm.into(),
-            cells::params(grid, arm, name)?.to_string(),
-            grid.mean_std(arm, name, "tv", 4)?,
-            grid.mean_std(arm, name, "nll", 3)?,
-            grid.mean_std(arm, name, "shoulder", 3)?,
-            cells::skipped(grid, arm, name)?.to_string(),
-            grid.mean_std(arm, name, "secs", 1)?,
+            arm.clone(),
+            cells::params(grid, &arm, name)?.to_string(),
+            grid.mean_std(&arm, name, "tv", 4)?,
+            grid.mean_std(&arm, name, "nll", 3)?,
+            grid.mean_std(&arm, name, "shoulder", 3)?,
+            cells::skipped(grid, &arm, name)?.to_string(),
+            grid.mean_std(&arm, name, "secs", 1)?,
         ]);
-        all_tv.push((strategy, grid.values(arm, name, "tv")?));
-        all_nll.push((strategy, grid.values(arm, name, "nll")?));
+        all_tv.push((strategy, grid.values(&arm, name, "tv")?));
+        all_nll.push((strategy, grid.values(&arm, name, "nll")?));
     }
     let setting = format!("lift-ebm-1d, {name}");
     let evidence = &mut t.headline.evidence;
@@ -571,8 +633,8 @@ fn headline(
     Ok(())
 }
 
-/// σ²_Jac and escapes of the lift's two ablations (no slack, a learned code) at
-/// the first seed.
+/// σ²_Jac and escapes of the lift without its slack at the first seed (the
+/// learned-code lift is a headline control).
 fn ablations(
     o: &Options,
     target: Target1d,
@@ -580,32 +642,29 @@ fn ablations(
     (t, metrics): (&mut Tables, &mut Metrics),
 ) -> Result<()> {
     let first = grid.seeds()[0];
-    for variant in [LiftVariant::NoSlack, LiftVariant::Code] {
-        let ablation = LiftConfig {
-            variant,
-            ..o.lift.clone()
-        };
-        let cell = cell_name(Strategy::Lift, variant);
-        grid.run_first(&cell, target.name(), metrics, |seed, _, metrics| {
-            let depth = (o.probe_every, 0);
-            Ok(
-                o.train((target, Strategy::Lift, &ablation), seed, depth, metrics)?
-                    .numbers(),
-            )
-        })?;
-        t.probe_rows(
-            target.name(),
-            &cell,
-            grid.numbers(&cell, target.name(), first)?,
-        )?;
-    }
-    Ok(())
+    let ablation = LiftConfig {
+        variant: LiftVariant::NoSlack,
+        ..o.lift.clone()
+    };
+    let cell = cell_name(Strategy::Lift, LiftVariant::NoSlack);
+    grid.run_first(&cell, target.name(), metrics, |seed, _, metrics| {
+        let depth = (o.probe_every, 0);
+        Ok(
+            o.train((target, Strategy::Lift, &ablation), seed, depth, metrics)?
+                .numbers(),
+        )
+    })?;
+    t.probe_rows(
+        target.name(),
+        &cell,
+        grid.numbers(&cell, target.name(), first)?,
+    )
 }
 
 /// Runs the experiment and returns its tables.
 pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let o = Options::parse(cfg)?;
-    let seeds = cfg.seed_list(2, 5)?;
+    let seeds = cfg.seed_list(3, 5)?;
     let mut t = Tables::new(&o, seeds.len(), seeds[0]);
     let mut grid = Grid::new(cfg, seeds);
     let (mut metrics, mut model) = (Metrics::default(), Vec::new());
@@ -615,7 +674,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             ablations(&o, target, &mut grid, (&mut t, &mut metrics))?;
         }
     }
-    let mut tables = vec![t.headline];
+    let mut tables = vec![t.headline, t.choice];
     if o.landscape > 0 {
         tables.push(t.lands);
     }

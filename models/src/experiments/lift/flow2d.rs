@@ -10,12 +10,16 @@
 //! start (raw weights, folded normal), where the lift's slack 0 starts ≈ 4× larger.
 //! The reference NLLs are the target's entropy (the floor) and the moment-matched
 //! Gaussian's test NLL (what a flow whose ICNN term stays flat reaches: ∇F linear). The
-//! distribution table counts the seeds at least 0.05 nats below that plateau; `--probe-every` measures
-//! σ²_Jac = tr Σ̂_slack during training on the training objective, for the lift and
-//! its two ablations (no slack: no reading; learned code: batch-independent) and
-//! for PGD and softplus, whose slack channel is their own latent.
+//! distribution table counts the seeds at least 0.05 nats below that plateau. Beside
+//! PGD, softplus and the lift, every seed trains the three controls of the lift's
+//! mechanism (capacity, step size, batch coupling; see [`super::controls`]).
+//! `--probe-every` measures σ²_Jac = tr Σ̂_slack during training on the training
+//! objective for every cell but the width-matched softplus, and for the lift
+//! without its slack (no reading); the learned-code lift is batch-independent, and
+//! PGD's and softplus's slack channel is their own latent.
 
 use super::cells::{self, Probes};
+use super::controls::{self, MULTIPLIERS, MULTIPLIERS_HELP};
 use super::density::{no_scores, Density};
 use super::{cell_name, icnn_config, record_sigma, snapshots, Convention, Model, Strategy, PROBES};
 use crate::cli::RunConfig;
@@ -26,7 +30,7 @@ use crate::report::{mean_std, svg, Metrics, Plot, Table};
 use autograd::{grad, no_grad, Var};
 use nn::checkpoint::NamedTensors;
 use optim::lift::{LiftConfig, LiftVariant};
-use optim::Optimizer;
+use optim::AdamConfig;
 use tensor::{Error, Result, Rng, Tensor};
 
 /// Options of this experiment.
@@ -36,8 +40,9 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("layers", "ICNN layers (5)"),
     (
         "control",
-        "include the width-matched softplus control (quick false, full true)",
+        "include the width-matched softplus control (quick false: at the lift's parameter count it costs ten times the lift per run; full true)",
     ),
+    ("multipliers", MULTIPLIERS_HELP),
     (
         "targets",
         "8gaussians,2spirals (quick 8gaussians)",
@@ -168,6 +173,8 @@ pub struct FlowRun {
 pub struct FlowResult {
     /// Test NLL (nats).
     pub nll: f64,
+    /// The same on validation samples drawn apart from the test samples.
+    pub val_nll: f64,
     /// Trainable parameters.
     pub params: usize,
     /// Seconds.
@@ -185,6 +192,7 @@ impl FlowResult {
     fn numbers(&self) -> Numbers {
         let mut numbers = vec![
             ("nll".to_string(), self.nll),
+            ("val_nll".to_string(), self.val_nll),
             ("params".to_string(), self.params as f64),
             ("secs".to_string(), self.secs),
             ("skipped".to_string(), self.skipped as f64),
@@ -209,13 +217,14 @@ impl FlowRun {
             self.convention,
             icnn_config(2, self.width, self.layers, 0.0),
             &self.lift,
-            5e-3,
+            AdamConfig::adam(5e-3),
             &extra,
             &mut rng,
         )?;
         let mut data_rng = Rng::new(self.seed ^ 0xf10);
         let pin = self.target.sample(128, &mut Rng::new(12345))?;
         let test = self.target.sample(2000, &mut Rng::new(777))?;
+        let validation = self.target.sample(2000, &mut Rng::new(778))?;
         let series = format!(
             "{}/{}/slack{}/seed{}",
             self.cell(),
@@ -230,8 +239,7 @@ impl FlowRun {
         let after = |m: &mut Model, it: usize, metrics: &mut Metrics| -> Result<()> {
             // Step decay ×0.5 at 2/3 of the run.
             if it + 1 == 2 * self.iterations / 3 {
-                let lr = m.optimizer.lr() * 0.5;
-                m.optimizer.set_lr(lr)?;
+                m.optimizer.scale_lr(0.5)?;
             }
             if self.probe_every > 0 && (it.is_multiple_of(self.probe_every) || it == 1) {
                 record_sigma(
@@ -265,8 +273,10 @@ impl FlowRun {
         let w = no_grad(|| m.positivity.weights(&pin))?;
         let w: Vec<Var<f64>> = w.iter().map(|v| v.detach()).collect();
         let nll = -log_density(&m, &w, &test)?.mean_all()?.item()?;
+        let val_nll = -log_density(&m, &w, &validation)?.mean_all()?.item()?;
         Ok(FlowResult {
             nll,
+            val_nll,
             params: m.size(),
             secs: out.seconds,
             skipped: out.skipped,
@@ -320,6 +330,7 @@ struct Options {
     slack_sweep: Vec<f64>,
     probe_every: usize,
     control: bool,
+    multipliers: Vec<f64>,
     quiet: bool,
 }
 
@@ -362,6 +373,7 @@ impl Options {
             slack_sweep: cfg.opt_list("slack-sweep", sweep)?,
             probe_every: cfg.opt("probe-every", if cfg.quick { 0 } else { iterations / 10 })?,
             control: cfg.opt("control", !cfg.quick)?,
+            multipliers: cfg.opt_list("multipliers", &MULTIPLIERS)?,
             quiet: cfg.quiet,
         })
     }
@@ -380,13 +392,6 @@ impl Options {
             probe_every: 0,
             quiet: self.quiet,
         }
-    }
-
-    /// The headline strategies (the width-matched softplus with `--control`).
-    fn strategies(&self) -> impl Iterator<Item = Strategy> + '_ {
-        Strategy::ALL
-            .into_iter()
-            .filter(|&s| self.control || s != Strategy::SoftplusWide)
     }
 
     /// The setting every table's title states.
@@ -408,6 +413,7 @@ struct Tables {
     spread: Table,
     sigma: Table,
     sweep: Table,
+    choice: Table,
     panels: Vec<svg::Panel>,
 }
 
@@ -429,6 +435,10 @@ impl Tables {
             sweep: Table::new(
                 &format!("lift-flow-2d: the lift's initial slack swept (its own table; the headline uses {slack_init}), {setting}"),
                 &["target", "slack init", "initial weight softplus(b)", "test NLL", "seeds ≥ 0.05 nats below the plateau"],
+            ),
+            choice: controls::choice_table(
+                "lift-flow-2d",
+                &format!("{setting}, 2,000 validation samples"),
             ),
             panels: Vec::new(),
         }
@@ -469,9 +479,42 @@ impl Reference {
     }
 }
 
-/// Every strategy on `target` over the grid's seeds (the first seed measures
-/// σ²_Jac and keeps its model): the headline and spread rows, the evidence and
-/// the distribution panel.
+/// Trains `strategy` on `target` over the grid's seeds; the first seed measures
+/// σ²_Jac (but for the width-matched control) and keeps its model.
+fn train_arm(
+    o: &Options,
+    (target, strategy, r): (Target2d, Strategy, &Reference),
+    grid: &mut Grid,
+    (t, metrics, model): (&mut Tables, &mut Metrics, &mut NamedTensors),
+) -> Result<()> {
+    let (first, name, arm) = (grid.seeds()[0], target.name(), strategy.name());
+    let diagnosed = strategy != Strategy::SoftplusWide;
+    grid.run(&arm, name, metrics, |seed, _, metrics| {
+        let mut run = o.flow(target, strategy, seed);
+        if seed == first && diagnosed {
+            run.probe_every = o.probe_every;
+        }
+        let mut out = run.train(metrics)?;
+        if seed == first {
+            let tensors = std::mem::take(&mut out.tensors);
+            model.extend(
+                tensors
+                    .into_iter()
+                    .map(|(k, v)| (format!("{name}.{arm}.{k}"), v)),
+            );
+        }
+        Ok(out.numbers())
+    })?;
+    if o.probe_every > 0 && diagnosed {
+        let probes = cells::probes_from(grid.numbers(&arm, name, first)?)?;
+        t.sigma.row(vec![r.label.clone(), arm, snapshots(&probes)]);
+    }
+    Ok(())
+}
+
+/// Every strategy and control on `target` over the grid's seeds, the step-size
+/// control at the M chosen on validation: the headline and spread rows, the
+/// choice's rows, the evidence of both claims and the distribution panel.
 fn headline(
     o: &Options,
     target: Target2d,
@@ -479,42 +522,50 @@ fn headline(
     (t, metrics, model): (&mut Tables, &mut Metrics, &mut NamedTensors),
 ) -> Result<()> {
     let r = Reference::of(target)?;
-    let (first, name) = (grid.seeds()[0], target.name());
+    let name = target.name();
+    let mut arms: Vec<Strategy> = Strategy::BASE.to_vec();
+    if o.control {
+        arms.push(Strategy::SoftplusWide);
+    }
+    arms.push(Strategy::LiftCode);
+    for &strategy in &arms {
+        train_arm(
+            o,
+            (target, strategy, &r),
+            grid,
+            (&mut *t, &mut *metrics, &mut *model),
+        )?;
+    }
+    let choice = controls::choose_multiplier(&o.multipliers, |m| {
+        let fast = Strategy::SoftplusFast(m);
+        train_arm(
+            o,
+            (target, fast, &r),
+            grid,
+            (&mut *t, &mut *metrics, &mut *model),
+        )?;
+        Ok(controls::mean_finite(&grid.values(
+            &fast.name(),
+            name,
+            "val_nll",
+        )?))
+    })?;
+    controls::choice_rows(&mut t.choice, &r.label, &choice);
+    arms.insert(arms.len() - 1, controls::chosen(&choice));
     let (mut runs, mut by_strategy) = (Vec::new(), Vec::new());
-    for strategy in o.strategies() {
+    for strategy in arms {
         let arm = strategy.name();
-        grid.run(arm, name, metrics, |seed, _, metrics| {
-            let mut run = o.flow(target, strategy, seed);
-            if seed == first && strategy != Strategy::SoftplusWide {
-                run.probe_every = o.probe_every;
-            }
-            let mut out = run.train(metrics)?;
-            if seed == first {
-                let tensors = std::mem::take(&mut out.tensors);
-                model.extend(
-                    tensors
-                        .into_iter()
-                        .map(|(k, v)| (format!("{name}.{arm}.{k}"), v)),
-                );
-            }
-            Ok(out.numbers())
-        })?;
-        if o.probe_every > 0 && strategy != Strategy::SoftplusWide {
-            let probes = cells::probes_from(grid.numbers(arm, name, first)?)?;
-            t.sigma
-                .row(vec![r.label.clone(), arm.into(), snapshots(&probes)]);
-        }
-        let nlls = grid.values(arm, name, "nll")?;
+        let nlls = grid.values(&arm, name, "nll")?;
         let gaps: Vec<f64> = nlls.iter().map(|v| v - r.entropy).collect();
         t.headline.row(vec![
             r.label.clone(),
-            arm.into(),
-            cells::params(grid, arm, name)?.to_string(),
+            arm.clone(),
+            cells::params(grid, &arm, name)?.to_string(),
             mean_std(&nlls, 3),
             mean_std(&gaps, 3),
             r.below(&nlls),
-            cells::skipped(grid, arm, name)?.to_string(),
-            grid.mean_std(arm, name, "secs", 1)?,
+            cells::skipped(grid, &arm, name)?.to_string(),
+            grid.mean_std(&arm, name, "secs", 1)?,
         ]);
         let mut sorted = nlls.clone();
         sorted.sort_by(f64::total_cmp);
@@ -527,8 +578,8 @@ fn headline(
             all.join(" "),
         ];
         t.spread
-            .row([vec![r.label.clone(), arm.into()], row.to_vec()].concat());
-        runs.push((arm.to_string(), nlls.clone()));
+            .row([vec![r.label.clone(), arm.clone()], row.to_vec()].concat());
+        runs.push((arm, nlls.clone()));
         by_strategy.push((strategy, nlls));
     }
     let setting = format!("lift-flow-2d, {name}");
@@ -537,13 +588,14 @@ fn headline(
         .extend(super::lift_evidence(&setting, "test NLL", &by_strategy));
     t.panels.push(distribution_panel(name, r.plateau, &runs));
     if o.probe_every > 0 {
-        ablations(o, target, &r, grid, (t, metrics))?;
+        ablation(o, target, &r, grid, (t, metrics))?;
     }
     slack_sweep(o, target, &r, grid, (t, metrics))
 }
 
-/// σ²_Jac of the lift's two ablations (no slack, a learned code) at the first seed.
-fn ablations(
+/// σ²_Jac of the lift without its slack at the first seed (no reading: the slack
+/// channel is gone).
+fn ablation(
     o: &Options,
     target: Target2d,
     r: &Reference,
@@ -551,17 +603,15 @@ fn ablations(
     (t, metrics): (&mut Tables, &mut Metrics),
 ) -> Result<()> {
     let first = grid.seeds()[0];
-    for variant in [LiftVariant::NoSlack, LiftVariant::Code] {
-        let mut run = o.flow(target, Strategy::Lift, first);
-        run.lift.variant = variant;
-        run.probe_every = o.probe_every;
-        let arm = run.cell();
-        grid.run_first(&arm, target.name(), metrics, |_, _, m| {
-            Ok(run.train(m)?.numbers())
-        })?;
-        let probes = cells::probes_from(grid.numbers(&arm, target.name(), first)?)?;
-        t.sigma.row(vec![r.label.clone(), arm, snapshots(&probes)]);
-    }
+    let mut run = o.flow(target, Strategy::Lift, first);
+    run.lift.variant = LiftVariant::NoSlack;
+    run.probe_every = o.probe_every;
+    let arm = run.cell();
+    grid.run_first(&arm, target.name(), metrics, |_, _, m| {
+        Ok(run.train(m)?.numbers())
+    })?;
+    let probes = cells::probes_from(grid.numbers(&arm, target.name(), first)?)?;
+    t.sigma.row(vec![r.label.clone(), arm, snapshots(&probes)]);
     Ok(())
 }
 
@@ -602,7 +652,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     for &target in &o.targets {
         headline(&o, target, &mut grid, (&mut t, &mut metrics, &mut model))?;
     }
-    let mut tables = vec![t.headline, t.spread];
+    let mut tables = vec![t.headline, t.choice, t.spread];
     if o.probe_every > 0 {
         tables.push(t.sigma);
     }
@@ -640,7 +690,7 @@ mod tests {
             Convention::Ebm,
             icnn_config(2, 8, 3, 0.0),
             &LiftConfig::default(),
-            5e-3,
+            AdamConfig::adam(5e-3),
             &extra,
             &mut Rng::new(9),
         )

@@ -407,7 +407,7 @@ fn train_ebm(
         Convention::Ebm,
         icnn_config(LATENT, o.width, 3, 0.02),
         &o.lift,
-        1e-3,
+        AdamConfig::adam(1e-3),
         &[],
         &mut rng,
     )?;
@@ -492,10 +492,10 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let mut by_strategy = Vec::new();
     for strategy in [Strategy::Pgd, Strategy::Softplus, Strategy::Lift] {
         let arm = strategy.name();
-        grid.run(arm, "", &mut metrics, |seed, series, metrics| {
+        grid.run(&arm, "", &mut metrics, |seed, series, metrics| {
             train_ebm(&o, &codes, strategy, (seed, series), metrics)
         })?;
-        let (row, nlls) = strategy_row(&grid, arm, codes.gauss_nll)?;
+        let (row, nlls) = strategy_row(&grid, &arm, codes.gauss_nll)?;
         table.row(row);
         by_strategy.push((strategy, nlls));
     }

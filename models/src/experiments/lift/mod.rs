@@ -1,11 +1,16 @@
 //! The lift experiments: log-concave energy-based models in 1-D and convex potential
-//! flows in 2-D, each trained with PGD, the direct softplus reparametrisation, the
-//! lift, and a softplus control widened to the lift's parameter count.
+//! flows in 2-D and 21-D, each trained with PGD, the direct softplus
+//! reparametrisation and the lift, and with the three controls that isolate the
+//! lift's mechanism: a softplus widened to the lift's parameter count (capacity),
+//! a softplus whose latents' learning rate is multiplied by M (step size), and the
+//! lift conditioned on a learned code instead of the batch (the batch coupling).
 
 pub mod cells;
+pub mod controls;
 pub mod density;
 pub mod ebm1d;
 pub mod flow2d;
+pub mod groups;
 pub mod landscape;
 pub mod latent;
 pub mod tabular;
@@ -17,11 +22,13 @@ use nn::{init, Activation, Icnn, IcnnConfig, ParamGrads, ParamStore};
 use optim::lift::{
     probe, CrossCov, FanInGain, Lift, LiftConfig, LiftVariant, Pgd, Positivity, Softplus,
 };
-use optim::{Adam, AdamConfig, Optimizer};
+use optim::AdamConfig;
 use tensor::{Error, Result, Rng, Tensor};
 
+use groups::AdamGroups;
+
 /// A positivity strategy to compare.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Strategy {
     /// Projection after each step.
     Pgd,
@@ -29,27 +36,47 @@ pub enum Strategy {
     Softplus,
     /// The lift (full: batch body and slack).
     Lift,
-    /// Softplus on an ICNN widened to the lift's parameter count.
+    /// The capacity control: softplus on an ICNN widened to the lift's parameter
+    /// count.
     SoftplusWide,
+    /// The step-size control (the authors' `direct_m<M>`): softplus whose latents'
+    /// Adam learning rate is multiplied by M, as the lift's emitted latents move
+    /// about ‖h‖₁ times farther per step than a plain parameter.
+    SoftplusFast(f64),
+    /// The coupling control (CP-Flow's `condition_on='code'`): the lift's
+    /// hypernetwork and slack fed a learned code instead of the batch, so its
+    /// emission does not depend on the batch and σ²_Jac ≡ 0.
+    LiftCode,
 }
 
 impl Strategy {
-    /// All four, in table order.
-    pub const ALL: [Strategy; 4] = [
-        Strategy::Pgd,
-        Strategy::Softplus,
-        Strategy::Lift,
-        Strategy::SoftplusWide,
-    ];
+    /// PGD, softplus and the lift: the arms of the paper's claim.
+    pub const BASE: [Strategy; 3] = [Strategy::Pgd, Strategy::Softplus, Strategy::Lift];
 
     /// Name in tables.
-    pub fn name(self) -> &'static str {
+    pub fn name(self) -> String {
         match self {
-            Strategy::Pgd => "PGD",
-            Strategy::Softplus => "softplus",
-            Strategy::Lift => "lift",
-            Strategy::SoftplusWide => "softplus, width-matched",
+            Strategy::Pgd => "PGD".into(),
+            Strategy::Softplus => "softplus".into(),
+            Strategy::Lift => "lift".into(),
+            Strategy::SoftplusWide => "softplus, width-matched".into(),
+            Strategy::SoftplusFast(m) => format!("softplus, latent lr × {m}"),
+            Strategy::LiftCode => "lift, learned code".into(),
         }
+    }
+
+    /// Emits its weights through the lift's hypernetwork.
+    pub fn lifts(self) -> bool {
+        matches!(self, Strategy::Lift | Strategy::LiftCode)
+    }
+
+    /// A control of the structural claim (the lift against an arm that has its
+    /// capacity, its step size or its hypernetwork, but not the batch coupling).
+    pub fn is_control(self) -> bool {
+        matches!(
+            self,
+            Strategy::SoftplusWide | Strategy::SoftplusFast(_) | Strategy::LiftCode
+        )
     }
 }
 
@@ -84,7 +111,7 @@ impl Convention {
 pub type StepLoss<'a> = dyn Fn(&Model, &[Var<f64>], &Tensor<f64>) -> Result<Var<f64>> + 'a;
 
 /// A model: an ICNN, its positivity strategy, and extra trainable scalars (the flow's
-/// potential scales) in one store, with one Adam optimiser.
+/// potential scales) in one store, with its Adam groups.
 pub struct Model {
     /// All parameters.
     pub store: ParamStore<f64>,
@@ -93,7 +120,7 @@ pub struct Model {
     /// Where its non-negative weights come from.
     pub positivity: Box<dyn Positivity<f64>>,
     /// The optimiser over every trainable parameter.
-    pub optimizer: Adam<f64>,
+    pub optimizer: AdamGroups,
 }
 
 /// Trainable parameters of an ICNN with its constrained weights, for `width`.
@@ -136,13 +163,14 @@ pub fn parse_emit(s: &str) -> Result<bool> {
 }
 
 impl Model {
-    /// Builds a model; `extra` scalars (name, initial value) are registered too.
+    /// Builds a model trained by Adam with `adam`; `extra` scalars (name, initial
+    /// value) are registered too.
     pub fn new(
         strategy: Strategy,
         convention: Convention,
         cfg: IcnnConfig,
         lift: &LiftConfig,
-        lr: f64,
+        adam: AdamConfig,
         extra: &[(&str, f64)],
         rng: &mut Rng,
     ) -> Result<Model> {
@@ -166,7 +194,7 @@ impl Model {
         let store = ParamStore::new();
         // A lift that emits every parameter evaluates the ICNN as a template whose
         // own parameters are not trained: they live outside the model's store.
-        let emit_all = strategy == Strategy::Lift && lift.emit_all;
+        let emit_all = strategy.lifts() && lift.emit_all;
         let template = ParamStore::new();
         let net_store = if emit_all { &template } else { &store };
         let net = Icnn::new(&net_store.root().sub("icnn"), cfg.clone(), rng)?;
@@ -184,19 +212,31 @@ impl Model {
         };
         let positivity: Box<dyn Positivity<f64>> = match strategy {
             Strategy::Pgd => Box::new(Pgd::new(&scope, init)?),
-            Strategy::Softplus | Strategy::SoftplusWide => Box::new(Softplus::new(&scope, init)?),
-            Strategy::Lift => Box::new(Lift::emitting_all(
-                &scope,
-                cfg.input,
-                net.constrained_shapes(),
-                if emit_all {
-                    net.free_shapes()
-                } else {
-                    Vec::new()
-                },
-                lift,
-                rng,
-            )?),
+            Strategy::Softplus | Strategy::SoftplusWide | Strategy::SoftplusFast(_) => {
+                Box::new(Softplus::new(&scope, init)?)
+            }
+            Strategy::Lift | Strategy::LiftCode => {
+                let code = LiftConfig {
+                    variant: LiftVariant::Code,
+                    ..lift.clone()
+                };
+                Box::new(Lift::emitting_all(
+                    &scope,
+                    cfg.input,
+                    net.constrained_shapes(),
+                    if emit_all {
+                        net.free_shapes()
+                    } else {
+                        Vec::new()
+                    },
+                    if strategy == Strategy::LiftCode {
+                        &code
+                    } else {
+                        lift
+                    },
+                    rng,
+                )?)
+            }
         };
         let positivity = match convention {
             Convention::Ebm => positivity,
@@ -205,7 +245,16 @@ impl Model {
         for (name, v) in extra {
             store.root().param(name, Tensor::scalar(*v))?;
         }
-        let optimizer = Adam::new(store.trainable(), AdamConfig::adam(lr))?;
+        let factor = match strategy {
+            Strategy::SoftplusFast(m) => m,
+            _ => 1.0,
+        };
+        let optimizer = AdamGroups::new(
+            store.trainable(),
+            adam,
+            |p| p.name().starts_with("positivity"),
+            factor,
+        )?;
         Ok(Model {
             store,
             net,
@@ -266,8 +315,8 @@ pub const PROBES: usize = 16;
 pub fn cell_name(strategy: Strategy, variant: LiftVariant) -> String {
     match (strategy, variant) {
         (Strategy::Lift, LiftVariant::NoSlack) => "lift, no slack".into(),
-        (Strategy::Lift, LiftVariant::Code) => "lift, learned code".into(),
-        (s, _) => s.name().into(),
+        (Strategy::Lift, LiftVariant::Code) => Strategy::LiftCode.name(),
+        (s, _) => s.name(),
     }
 }
 
@@ -381,8 +430,10 @@ impl ShoulderTrack {
     }
 }
 
-/// The lift's claim tested on one metric (lower is better) of one setting: the
-/// lift's values over seeds against each other strategy's in `results`.
+/// The lift's two claims tested on one metric (lower is better) of one setting:
+/// the lift's values over seeds against PGD's and softplus's (the paper's claim,
+/// [`Claim::Lift`]) and against each control's (the gain is structural,
+/// [`Claim::LiftStructural`]) in `results`.
 pub fn lift_evidence(
     setting: &str,
     metric: &str,
@@ -395,12 +446,16 @@ pub fn lift_evidence(
         .iter()
         .filter(|(s, _)| *s != Strategy::Lift)
         .map(|(s, values)| Evidence {
-            claim: Claim::Lift,
+            claim: if s.is_control() {
+                Claim::LiftStructural
+            } else {
+                Claim::Lift
+            },
             setting: setting.into(),
             metric: metric.into(),
             better: Better::Lower,
-            method: (Strategy::Lift.name().into(), lift.clone()),
-            baseline: (s.name().into(), values.clone()),
+            method: (Strategy::Lift.name(), lift.clone()),
+            baseline: (s.name(), values.clone()),
             paired: true,
             idle: None,
         })

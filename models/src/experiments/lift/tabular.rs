@@ -25,6 +25,7 @@
 //! the full budget and are not reproduced at this one.
 
 use super::cells;
+use super::controls::{self, MULTIPLIERS, MULTIPLIERS_HELP};
 use super::density::{no_scores, nothing_after, Density};
 use super::{
     flow2d::{gradient_map, potential_scalars},
@@ -37,7 +38,7 @@ use crate::grid::{Grid, Numbers};
 use crate::report::{mean_std, Metrics, Plot, Table};
 use autograd::{grad, no_grad, Var};
 use optim::lift::LiftConfig;
-use optim::{Adam, AdamConfig};
+use optim::AdamConfig;
 use tensor::{Error, Result, Rng, Tensor};
 
 /// Options of this experiment.
@@ -52,12 +53,13 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ),
     (
         "control",
-        "include the width-matched softplus control (false)",
+        "include the width-matched softplus control (false: at 10 layers it is about 600 wide, a hundred times a run's cost)",
     ),
     (
         "methods",
-        "comma-separated subset of pgd,softplus,lift (all three)",
+        "comma-separated subset of pgd,softplus,lift,fast (the step-size control, M chosen on the validation split),code (the learned-code lift) (all five)",
     ),
+    ("multipliers", MULTIPLIERS_HELP),
     (
         "whiten",
         "train on rows whitened by the Gaussian fitted to the training split (true; false: z-scored only)",
@@ -153,22 +155,18 @@ impl TabularRun<'_> {
         let d = self.data.train.shape()[1];
         let mut rng = Rng::new(self.seed);
         let extra = potential_scalars();
-        let mut m = Model::new(
+        let m = Model::new(
             self.strategy,
             Convention::CpFlow,
             icnn_config(d, self.width, self.layers, 0.0),
             &tabular_lift(),
-            1e-3,
-            &extra,
-            &mut rng,
-        )?;
-        m.optimizer = Adam::new(
-            m.store.trainable(),
             AdamConfig {
                 beta2: 0.99,
                 weight_decay: 1e-6,
                 ..AdamConfig::adam(1e-3)
             },
+            &extra,
+            &mut rng,
         )?;
         let series = format!("{}/seed{}", self.strategy.name(), self.seed);
         let loss = |m: &Model, w: &[Var<f64>], b: &Tensor<f64>| -> Result<Var<f64>> {
@@ -236,6 +234,9 @@ struct Options {
     train_size: usize,
     /// The strategies to train, in table order (the width-matched control last).
     strategies: Vec<Strategy>,
+    /// Train the step-size control at each of these M, the one chosen on
+    /// validation in the table (empty: no step-size control).
+    multipliers: Vec<f64>,
     /// Train on rows whitened by the fitted Gaussian.
     whiten: bool,
     quiet: bool,
@@ -255,26 +256,34 @@ impl Options {
         let control = cfg.opt("control", false)?;
         let methods: Vec<String> = cfg.opt_list(
             "methods",
-            &[
-                "pgd".to_string(),
-                "softplus".to_string(),
-                "lift".to_string(),
-            ],
+            &["pgd", "softplus", "lift", "fast", "code"].map(String::from),
         )?;
-        let mut strategies = Vec::new();
+        let (mut strategies, mut fast) = (Vec::new(), false);
         for m in &methods {
             strategies.push(match m.as_str() {
                 "pgd" => Strategy::Pgd,
                 "softplus" => Strategy::Softplus,
                 "lift" => Strategy::Lift,
+                "code" => Strategy::LiftCode,
+                "fast" => {
+                    fast = true;
+                    continue;
+                }
                 other => {
                     return Err(Error::value(
                         "lift-flow-tabular",
-                        format!("--methods takes pgd, softplus and lift, got '{other}'"),
+                        format!(
+                            "--methods takes pgd, softplus, lift, fast and code, got '{other}'"
+                        ),
                     ))
                 }
             });
         }
+        let multipliers = if fast {
+            cfg.opt_list("multipliers", &MULTIPLIERS)?
+        } else {
+            Vec::new()
+        };
         if control {
             strategies.push(Strategy::SoftplusWide);
         }
@@ -285,6 +294,7 @@ impl Options {
             batch,
             train_size,
             strategies,
+            multipliers,
             whiten: cfg.opt("whiten", true)?,
             quiet: cfg.quiet,
         })
@@ -405,31 +415,51 @@ fn headline(o: &Options, p: &Prepared, seeds: usize) -> Table {
     table
 }
 
-/// Every strategy over the grid's seeds: its row and, after them, the evidence
-/// and the exact density's row (when known).
+/// Every strategy over the grid's seeds (the step-size control at each M, the
+/// one chosen on validation kept, its choice in `choice`): its row and, after
+/// them, the evidence and the exact density's row (when known).
 fn strategies(
     o: &Options,
     p: &Prepared,
     grid: &mut Grid,
-    (table, metrics): (&mut Table, &mut Metrics),
+    (table, choice_table, metrics): (&mut Table, &mut Table, &mut Metrics),
 ) -> Result<()> {
-    let mut by_strategy = Vec::new();
-    for &strategy in &o.strategies {
-        let arm = strategy.name();
-        grid.run(arm, "", metrics, |seed, _, metrics| {
+    let mut train = |strategy: Strategy, grid: &mut Grid| {
+        grid.run(&strategy.name(), "", metrics, |seed, _, metrics| {
             let out = o.tabular(&p.data, strategy, seed).train(metrics)?;
             Ok(out.numbers(p.jacobian))
+        })
+    };
+    let mut arms = o.strategies.clone();
+    for &strategy in &arms {
+        train(strategy, grid)?;
+    }
+    if !o.multipliers.is_empty() {
+        let choice = controls::choose_multiplier(&o.multipliers, |m| {
+            let fast = Strategy::SoftplusFast(m);
+            train(fast, grid)?;
+            Ok(controls::mean_finite(&grid.values(
+                &fast.name(),
+                "",
+                "validation",
+            )?))
         })?;
-        let test = grid.values(arm, "", "test")?;
+        controls::choice_rows(choice_table, "21-D", &choice);
+        arms.push(controls::chosen(&choice));
+    }
+    let mut by_strategy = Vec::new();
+    for strategy in arms {
+        let arm = strategy.name();
+        let test = grid.values(&arm, "", "test")?;
         table.row(vec![
-            arm.into(),
-            cells::params(grid, arm, "")?.to_string(),
-            grid.mean_std(arm, "", "validation", 3)?,
+            arm.clone(),
+            cells::params(grid, &arm, "")?.to_string(),
+            grid.mean_std(&arm, "", "validation", 3)?,
             mean_std(&test, 3),
             gap(&test, p.entropy),
             gap(&test, Some(p.gaussian)),
-            cells::skipped(grid, arm, "")?.to_string(),
-            grid.mean_std(arm, "", "secs", 1)?,
+            cells::skipped(grid, &arm, "")?.to_string(),
+            grid.mean_std(&arm, "", "secs", 1)?,
         ]);
         by_strategy.push((strategy, test));
     }
@@ -457,7 +487,22 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let mut table = headline(&o, &p, seeds.len());
     let mut grid = Grid::new(cfg, seeds);
     let mut metrics = Metrics::default();
-    strategies(&o, &p, &mut grid, (&mut table, &mut metrics))?;
+    let mut choice = controls::choice_table(
+        "lift-flow-tabular",
+        &format!(
+            "{} iterations, batch {}, ICNN width {} × {}, {} seeds, the validation split",
+            o.iterations,
+            o.batch,
+            o.width,
+            o.layers,
+            grid.seeds().len()
+        ),
+    );
+    strategies(&o, &p, &mut grid, (&mut table, &mut choice, &mut metrics))?;
+    let mut tables = vec![table];
+    if !o.multipliers.is_empty() {
+        tables.push(choice);
+    }
     cfg.run_dir("lift-flow-tabular")?.finish(
         "lift-flow-tabular",
         Plot::Curves {
@@ -467,7 +512,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             x_label: "iteration",
         },
         Vec::new(),
-        vec![table],
+        tables,
     )
 }
 
@@ -486,7 +531,7 @@ mod tests {
             Convention::CpFlow,
             icnn_config(3, 8, 3, 0.0),
             &LiftConfig::default(),
-            1e-3,
+            AdamConfig::adam(1e-3),
             &[("flow.scale", 3.0), ("flow.quad", -2.0)],
             &mut rng,
         )
@@ -587,6 +632,7 @@ mod tests {
             batch: 2,
             train_size: 4,
             strategies: vec![],
+            multipliers: vec![],
             whiten: false,
             quiet: true,
         };
