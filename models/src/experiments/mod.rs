@@ -145,7 +145,7 @@ pub fn registry() -> Vec<Experiment> {
         },
         Experiment {
             name: "lift-ebm-1d",
-            about: "log-concave 1-D EBMs (Gumbel, Laplace) with an ICNN energy: PGD vs softplus vs the lift vs width-matched softplus (TV, NLL, shoulder occupancy)",
+            about: "log-concave 1-D EBMs (Gumbel, Laplace) with an ICNN energy: PGD vs softplus vs the lift, and the controls: learned-code lift, softplus with the latents' lr × M, width-matched softplus (TV, NLL, shoulder occupancy)",
             in_demo: true,
             options: lift::ebm1d::OPTIONS,
             reads_data: false,
@@ -154,7 +154,7 @@ pub fn registry() -> Vec<Experiment> {
         },
         Experiment {
             name: "lift-flow-2d",
-            about: "convex potential flows on 8 Gaussians and 2 spirals: PGD vs softplus vs the lift vs width-matched softplus (test NLL vs entropy)",
+            about: "convex potential flows on 8 Gaussians and 2 spirals: PGD vs softplus vs the lift, and the same controls (test NLL vs entropy)",
             in_demo: true,
             options: lift::flow2d::OPTIONS,
             reads_data: false,
@@ -172,7 +172,7 @@ pub fn registry() -> Vec<Experiment> {
         },
         Experiment {
             name: "lift-flow-tabular",
-            about: "21-D convex potential flow (exact 21×21 log-det) on HEPMASS with MAF's preprocessing (--data DIR) or a built-in stand-in with exact entropy: PGD vs softplus vs the lift (test NLL)",
+            about: "21-D convex potential flow (exact 21×21 log-det) on HEPMASS with MAF's preprocessing (--data DIR) or a built-in stand-in with exact entropy: PGD vs softplus vs the lift, the learned-code and step-size controls (test NLL)",
             in_demo: false,
             options: lift::tabular::OPTIONS,
             reads_data: true,

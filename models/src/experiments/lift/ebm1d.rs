@@ -14,7 +14,7 @@ use super::density::Density;
 use super::landscape::{Slice, Trajectory};
 use super::{
     cell_name, icnn_config, record_sigma, snapshots, Convention, Escape, Model, ShoulderTrack,
-    Strategy, PROBES,
+    Strategy, PROBES, SIGMA_SIGN,
 };
 use crate::cli::RunConfig;
 use crate::data::toy::Target1d;
@@ -494,7 +494,7 @@ impl Tables {
                 &["target", "cell", "entries ever on the shoulder", "of all entries, on it and later off", "state changes per entry"],
             ),
             sigma: Table::new(
-                &format!("lift-ebm-1d: σ²_Jac = tr Σ̂_slack during training on the objective with log Z, seed {first}, {PROBES} probe batches of 256 per snapshot (trace, permutation p-value in brackets; — = no slack channel); the theorem: zero without a slack or a batch-dependent body"),
+                &format!("lift-ebm-1d: σ²_Jac = tr Σ̂_slack during training on the objective with log Z, seed {first}, {PROBES} probe batches of 256 per snapshot (trace, permutation p-value in brackets; — = no slack channel); the theorem: zero without a slack or a batch-dependent body; {SIGMA_SIGN}"),
                 &["target", "cell", "snapshots (iteration: trace [p])"],
             ),
             choice: controls::choice_table(

@@ -21,7 +21,10 @@
 use super::cells::{self, Probes};
 use super::controls::{self, MULTIPLIERS, MULTIPLIERS_HELP};
 use super::density::{no_scores, Density};
-use super::{cell_name, icnn_config, record_sigma, snapshots, Convention, Model, Strategy, PROBES};
+use super::{
+    cell_name, icnn_config, record_sigma, snapshots, Convention, Model, Strategy, PROBES,
+    SIGMA_SIGN,
+};
 use crate::cli::RunConfig;
 use crate::data::gaussian::Gaussian;
 use crate::data::toy::Target2d;
@@ -429,7 +432,7 @@ impl Tables {
                 &["target", "method", "min", "median", "max", "sorted"],
             ),
             sigma: Table::new(
-                &format!("lift-flow-2d: σ²_Jac = tr Σ̂_slack during training on the training objective, seed {first_seed}, {PROBES} probe batches of 128 per snapshot (trace, permutation p-value in brackets; — = no slack channel); {setting}"),
+                &format!("lift-flow-2d: σ²_Jac = tr Σ̂_slack during training on the training objective, seed {first_seed}, {PROBES} probe batches of 128 per snapshot (trace, permutation p-value in brackets; — = no slack channel); {setting}; {SIGMA_SIGN}"),
                 &["target", "cell", "snapshots (iteration: trace [p])"],
             ),
             sweep: Table::new(

@@ -308,6 +308,11 @@ pub fn icnn_config(input: usize, width: usize, layers: usize, strong_convexity: 
     }
 }
 
+/// What the sign of σ²_Jac means, for the tables' captions. The estimator is the
+/// authors' (emission θ̃ in the left slot, ∂NLL/∂b in the right, each centred at
+/// its probe mean, divisor B − 1), so a negative trace is theirs too.
+pub const SIGMA_SIGN: &str = "σ²_Jac is signed: a negative trace means that batches which raise an emitted latent have below-average slack gradients, so their step pushes the slack up too (the emission anticipates the batch's step instead of being corrected by it); for a locally convex loss that lowers the gradient noise below direct softplus's, so under the paper's later noise reading it predicts slower, not faster, escape from the shoulder, and the arXiv-era modulus μ_eff ∝ σ²_Jac would be negative";
+
 /// Probe batches per σ²_Jac snapshot.
 pub const PROBES: usize = 16;
 
