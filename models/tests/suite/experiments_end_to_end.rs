@@ -375,6 +375,65 @@ fn lift_flow_2d_reads_sigma_and_tests_both_claims() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The 1-D EBM's SGD study: SGD at a rate chosen per strategy and start for four
+/// strategies from both starts, Adam from the shoulder; softplus started on the
+/// shoulder has every latent on it; each (start, optimiser) tests the lift
+/// against PGD and softplus and against the learned code.
+#[test]
+fn lift_ebm_1d_sgd_study_covers_both_starts_and_chooses_each_rate() {
+    let dir = tmpdir("e2e-ebm-sgd");
+    let cfg = config(
+        &[
+            "--targets",
+            "gumbel",
+            "--iterations",
+            "6",
+            "--width",
+            "4",
+            "--grid",
+            "50",
+            "--seeds",
+            "2",
+            "--landscape",
+            "0",
+            "--probe-every",
+            "0",
+            "--multipliers",
+            "10",
+            "--control",
+            "false",
+            "--sgd-lrs",
+            "0.1,1",
+        ],
+        &dir,
+    );
+    let tables = lift::ebm1d::run(&cfg).unwrap();
+    assert_eq!(tables.len(), 4);
+    let (study, choice) = (&tables[2], &tables[3]);
+    assert_eq!(study.rows.len(), 12);
+    assert_eq!(choice.rows.len(), 16);
+    assert_eq!(choice.rows.iter().filter(|r| r[4].contains('←')).count(), 8);
+    let softplus_on_shoulder = study
+        .rows
+        .iter()
+        .find(|r| {
+            r[1].starts_with("shoulder") && r[2].starts_with("SGD") && r[3].starts_with("softplus")
+        })
+        .unwrap();
+    assert!(
+        softplus_on_shoulder[7].starts_with("1.000"),
+        "{softplus_on_shoulder:?}"
+    );
+    assert_eq!(study.evidence.len(), 9);
+    let structural = study
+        .evidence
+        .iter()
+        .filter(|e| e.claim == Claim::LiftStructural)
+        .count();
+    assert_eq!(structural, 3);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn lift_ebm_latent_reports_every_strategy_against_the_gaussian() {
     let dir = tmpdir("e2e-latent");
@@ -423,21 +482,10 @@ fn lift_ebm_1d_beats_the_baselines_on_gumbel_at_a_fixed_seed() {
     use lift::Strategy;
     use models::data::toy::Target1d;
     let tv = |s: Strategy| {
-        lift::ebm1d::train_one(
-            Target1d::Gumbel,
-            s,
-            &optim::lift::LiftConfig::default(),
-            32,
-            500,
-            400,
-            0,
-            0,
-            0,
-            true,
-            &mut models::report::Metrics::default(),
-        )
-        .unwrap()
-        .tv
+        lift::ebm1d::Run1d::new(Target1d::Gumbel, s, (32, 500, 400), 0)
+            .train(&mut models::report::Metrics::default())
+            .unwrap()
+            .tv
     };
     let (lift_tv, pgd, softplus) = (
         tv(Strategy::Lift),

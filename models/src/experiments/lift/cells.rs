@@ -4,6 +4,7 @@
 
 use crate::grid::{Grid, Numbers};
 use crate::sweep::field;
+use nn::checkpoint::NamedTensors;
 use optim::lift::CrossCov;
 use tensor::Result;
 
@@ -78,4 +79,14 @@ pub fn skipped(grid: &Grid, arm: &str, setting: &str) -> Result<usize> {
         .into_iter()
         .filter(|v| v.is_finite())
         .sum::<f64>() as usize)
+}
+
+/// Appends a first-seed model's `tensors` to the run's `model`, each named
+/// `setting.arm.name`.
+pub fn keep_model(model: &mut NamedTensors, (setting, arm): (&str, &str), tensors: NamedTensors) {
+    model.extend(
+        tensors
+            .into_iter()
+            .map(|(k, v)| (format!("{setting}.{arm}.{k}"), v)),
+    );
 }

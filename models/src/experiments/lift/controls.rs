@@ -27,6 +27,28 @@ pub fn choose_multiplier(
     choose(multipliers, Better::Lower, 0, validate)
 }
 
+/// Trains every arm of `arms` and the step-size control at each M with `train`
+/// (which returns the arm's validation NLLs over seeds) and chooses M: the arms in
+/// table order, the chosen control before the learned-code lift, and the choice.
+pub fn train_with_controls(
+    mut arms: Vec<Strategy>,
+    multipliers: &[f64],
+    mut train: impl FnMut(Strategy) -> Result<Vec<f64>>,
+) -> Result<(Vec<Strategy>, Choice)> {
+    for &strategy in &arms {
+        train(strategy)?;
+    }
+    let choice = choose_multiplier(multipliers, |m| {
+        Ok(mean_finite(&train(Strategy::SoftplusFast(m))?))
+    })?;
+    let at = arms
+        .iter()
+        .position(|s| *s == Strategy::LiftCode)
+        .unwrap_or(arms.len());
+    arms.insert(at, chosen(&choice));
+    Ok((arms, choice))
+}
+
 /// The chosen control: the softplus at the best M (the grid's first when every M
 /// failed, which its row then shows).
 pub fn chosen(choice: &Choice) -> Strategy {

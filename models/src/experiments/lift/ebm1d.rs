@@ -11,7 +11,9 @@
 use super::cells::{self, Probes};
 use super::controls::{self, MULTIPLIERS, MULTIPLIERS_HELP};
 use super::density::Density;
+use super::groups::Rule;
 use super::landscape::{Slice, Trajectory};
+use super::shoulder::{self, StudyTables, SGD_LRS};
 use super::{
     cell_name, icnn_config, record_sigma, snapshots, Convention, Escape, Model, ShoulderTrack,
     Strategy, PROBES, SIGMA_SIGN,
@@ -37,6 +39,10 @@ pub const OPTIONS: &[(&str, &str)] = &[
         "include the width-matched softplus control (quick false: at the lift's parameter count it costs ten times the lift per run; full true)",
     ),
     ("multipliers", MULTIPLIERS_HELP),
+    (
+        "sgd-lrs",
+        "the SGD study's learning rates: PGD, softplus, the lift and the learned-code lift also trained by plain SGD from the authors' start and from the shoulder start (latents at -4), the rate chosen per strategy and start on validation, with escape dynamics (quick none, full 0.01,0.1,1,10)",
+    ),
     ("targets", "quick gumbel; full gumbel,laplace"),
     (
         "grid",
@@ -185,28 +191,93 @@ impl Landscape {
     }
 }
 
+/// One training run's settings.
+#[derive(Clone)]
+pub struct Run1d {
+    /// The density fitted.
+    pub target: Target1d,
+    /// The positivity strategy.
+    pub strategy: Strategy,
+    /// The lift's settings.
+    pub lift: LiftConfig,
+    /// The optimiser (the authors': Adam at 1e-3).
+    pub rule: Rule,
+    /// Where the weights start (the authors': [`Convention::Ebm`]).
+    pub convention: Convention,
+    /// ICNN width.
+    pub width: usize,
+    /// Training iterations.
+    pub iterations: usize,
+    /// Quadrature points for log Z during training.
+    pub grid_n: usize,
+    /// Seed of the initialisation and the batches.
+    pub seed: u64,
+    /// Measure σ²_Jac every this many iterations (0 = never).
+    pub probe_every: usize,
+    /// Track every latent's shoulder membership at 100 snapshots.
+    pub track: bool,
+    /// Grid points per axis of the landscape slices (0 = none).
+    pub landscape: usize,
+    /// No progress lines.
+    pub quiet: bool,
+}
+
+impl Run1d {
+    /// The authors' run of `strategy` on `target` at `seed` (Adam at 1e-3, the EBM
+    /// start), no diagnostics.
+    pub fn new(
+        target: Target1d,
+        strategy: Strategy,
+        (width, iterations, grid_n): (usize, usize, usize),
+        seed: u64,
+    ) -> Run1d {
+        Run1d {
+            target,
+            strategy,
+            lift: LiftConfig::default(),
+            rule: Rule::Adam(AdamConfig::adam(1e-3)),
+            convention: Convention::Ebm,
+            width,
+            iterations,
+            grid_n,
+            seed,
+            probe_every: 0,
+            track: false,
+            landscape: 0,
+            quiet: true,
+        }
+    }
+
+    /// Trains and scores the run.
+    pub fn train(&self, metrics: &mut Metrics) -> Result<RunResult> {
+        train_one(self, metrics)
+    }
+}
+
 /// One training run.
-#[allow(clippy::too_many_arguments)]
-pub fn train_one(
-    target: Target1d,
-    strategy: Strategy,
-    lift: &LiftConfig,
-    width: usize,
-    iterations: usize,
-    grid_n: usize,
-    seed: u64,
-    probe_every: usize,
-    landscape: usize,
-    quiet: bool,
-    metrics: &mut Metrics,
-) -> Result<RunResult> {
+fn train_one(run: &Run1d, metrics: &mut Metrics) -> Result<RunResult> {
+    let Run1d {
+        target,
+        strategy,
+        ref lift,
+        ref rule,
+        convention,
+        width,
+        iterations,
+        grid_n,
+        seed,
+        probe_every,
+        track: tracked,
+        landscape,
+        quiet,
+    } = *run;
     let mut rng = Rng::new(seed);
     let m = Model::new(
         strategy,
-        Convention::Ebm,
+        convention,
         icnn_config(1, width, 3, 0.02),
         lift,
-        AdamConfig::adam(1e-3),
+        rule.clone(),
         &[],
         &mut rng,
     )?;
@@ -216,8 +287,15 @@ pub fn train_one(
     let pin = target.sample(256, &mut Rng::new(12345))?;
     let test = Var::constant(target.sample(4000, &mut Rng::new(777))?);
     let validation = Var::constant(target.sample(4000, &mut Rng::new(778))?);
+    let regime = match (rule, convention) {
+        (Rule::Adam(_), Convention::Ebm) => String::new(),
+        (Rule::Sgd(c), Convention::Shoulder(l)) => format!("/sgd{}/start{l}", c.lr),
+        (Rule::Sgd(c), _) => format!("/sgd{}", c.lr),
+        (Rule::Adam(c), Convention::Shoulder(l)) => format!("/adam{}/start{l}", c.lr),
+        (Rule::Adam(c), _) => format!("/adam{}", c.lr),
+    };
     let series = format!(
-        "{}/{}/seed{seed}",
+        "{}/{}{regime}/seed{seed}",
         cell_name(strategy, lift.variant),
         target.name()
     );
@@ -240,7 +318,7 @@ pub fn train_one(
         .collect();
     let snap_every = (iterations / 40).max(1);
     let after = |m: &mut Model, it: usize, metrics: &mut Metrics| -> Result<()> {
-        if probe_every > 0 && (it.is_multiple_of(track_every) || it == 1) {
+        if (tracked || probe_every > 0) && (it.is_multiple_of(track_every) || it == 1) {
             let exits = track.record(m, &pin, strategy == Strategy::Pgd)?;
             metrics.push(&series, it, "shoulder_exits", exits);
         }
@@ -343,7 +421,7 @@ pub fn train_one(
         seconds: out.seconds,
         skipped: out.skipped,
         probes,
-        escape: (probe_every > 0).then(|| track.escape()),
+        escape: (tracked || probe_every > 0).then(|| track.escape()),
         tensors: m.store.to_tensors(),
     })
 }
@@ -351,7 +429,7 @@ pub fn train_one(
 impl RunResult {
     /// The cell's numbers: the scores, the counts, the σ²_Jac snapshots and the
     /// escape summary of a probing run.
-    fn numbers(&self) -> Numbers {
+    pub(super) fn numbers(&self) -> Numbers {
         let mut numbers = vec![
             ("tv".to_string(), self.tv),
             ("nll".to_string(), self.nll),
@@ -396,6 +474,7 @@ struct Options {
     landscape: usize,
     control: bool,
     multipliers: Vec<f64>,
+    sgd_lrs: Vec<f64>,
     quiet: bool,
 }
 
@@ -435,32 +514,31 @@ impl Options {
             landscape,
             control: cfg.opt("control", !cfg.quick)?,
             multipliers: cfg.opt_list("multipliers", &MULTIPLIERS)?,
+            sgd_lrs: cfg.opt_list("sgd-lrs", if cfg.quick { &[] } else { &SGD_LRS[..] })?,
             quiet: cfg.quiet,
         })
     }
 
-    /// Trains `strategy` (with `lift`'s settings) on `target` at `seed`, with
+    /// The run of `strategy` (with `lift`'s settings) on `target` at `seed`, with
     /// σ²_Jac snapshots every `probe_every` and landscapes of `landscape` points.
-    fn train(
+    fn run(
         &self,
         (target, strategy, lift): (Target1d, Strategy, &LiftConfig),
         seed: u64,
         (probe_every, landscape): (usize, usize),
-        metrics: &mut Metrics,
-    ) -> Result<RunResult> {
-        train_one(
-            target,
-            strategy,
-            lift,
-            self.width,
-            self.iterations,
-            self.grid_n,
-            seed,
+    ) -> Run1d {
+        Run1d {
+            lift: lift.clone(),
             probe_every,
             landscape,
-            self.quiet,
-            metrics,
-        )
+            quiet: self.quiet,
+            ..Run1d::new(
+                target,
+                strategy,
+                (self.width, self.iterations, self.grid_n),
+                seed,
+            )
+        }
     }
 }
 
@@ -471,6 +549,7 @@ struct Tables {
     escapes: Table,
     sigma: Table,
     choice: Table,
+    study: StudyTables,
     maps: Vec<Heatmap>,
 }
 
@@ -501,6 +580,9 @@ impl Tables {
                 "lift-ebm-1d",
                 &format!("ICNN width {width} × 3 layers, {iterations} iterations, {seeds} seeds, 4,000 validation samples"),
             ),
+            study: StudyTables::new(&format!(
+                "ICNN width {width} × 3 layers, {iterations} iterations, batch 256, gradient norm clipped at 1, {seeds} seeds"
+            )),
             maps: Vec::new(),
         }
     }
@@ -550,15 +632,12 @@ fn train_arm(
         } else {
             (0, 0)
         };
-        let mut r = o.train((target, strategy, &o.lift), seed, depth, metrics)?;
+        let mut r = o
+            .run((target, strategy, &o.lift), seed, depth)
+            .train(metrics)?;
         t.landscape_rows(name, &arm, std::mem::take(&mut r.landscapes));
         if seed == first {
-            let tensors = std::mem::take(&mut r.tensors);
-            model.extend(
-                tensors
-                    .into_iter()
-                    .map(|(k, v)| (format!("{name}.{arm}.{k}"), v)),
-            );
+            cells::keep_model(model, (name, &arm), std::mem::take(&mut r.tensors));
         }
         Ok(r.numbers())
     })?;
@@ -581,35 +660,13 @@ fn headline(
     let samples = target.sample(200_000, &mut Rng::new(1))?.to_vec();
     let h = -samples.iter().map(|&x| target.log_density(x)).sum::<f64>() / 200_000.0;
     let name = target.name();
-    let mut arms: Vec<Strategy> = Strategy::BASE.to_vec();
-    if o.control {
-        arms.push(Strategy::SoftplusWide);
-    }
-    arms.push(Strategy::LiftCode);
-    for &strategy in &arms {
-        train_arm(
-            o,
-            (target, strategy),
-            grid,
-            (&mut *t, &mut *metrics, &mut *model),
-        )?;
-    }
-    let choice = controls::choose_multiplier(&o.multipliers, |m| {
-        let fast = Strategy::SoftplusFast(m);
-        train_arm(
-            o,
-            (target, fast),
-            grid,
-            (&mut *t, &mut *metrics, &mut *model),
-        )?;
-        Ok(controls::mean_finite(&grid.values(
-            &fast.name(),
-            name,
-            "val_nll",
-        )?))
+    let arms = Strategy::arms(o.control);
+    let (arms, choice) = controls::train_with_controls(arms, &o.multipliers, |strategy| {
+        let parts = (&mut *t, &mut *metrics, &mut *model);
+        train_arm(o, (target, strategy), grid, parts)?;
+        grid.values(&strategy.name(), name, "val_nll")
     })?;
     controls::choice_rows(&mut t.choice, name, &choice);
-    arms.insert(arms.len() - 1, controls::chosen(&choice));
     let (mut all_tv, mut all_nll) = (Vec::new(), Vec::new());
     for strategy in arms {
         let arm = strategy.name();
@@ -649,10 +706,9 @@ fn ablations(
     let cell = cell_name(Strategy::Lift, LiftVariant::NoSlack);
     grid.run_first(&cell, target.name(), metrics, |seed, _, metrics| {
         let depth = (o.probe_every, 0);
-        Ok(
-            o.train((target, Strategy::Lift, &ablation), seed, depth, metrics)?
-                .numbers(),
-        )
+        Ok(o.run((target, Strategy::Lift, &ablation), seed, depth)
+            .train(metrics)?
+            .numbers())
     })?;
     t.probe_rows(
         target.name(),
@@ -673,8 +729,16 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         if o.probe_every > 0 {
             ablations(&o, target, &mut grid, (&mut t, &mut metrics))?;
         }
+        if !o.sgd_lrs.is_empty() {
+            let base = o.run((target, Strategy::Lift, &o.lift), 0, (0, 0));
+            shoulder::run_target(&base, &o.sgd_lrs, &mut grid, (&mut t.study, &mut metrics))?;
+        }
     }
     let mut tables = vec![t.headline, t.choice];
+    if !o.sgd_lrs.is_empty() {
+        tables.push(t.study.table);
+        tables.push(t.study.choice);
+    }
     if o.landscape > 0 {
         tables.push(t.lands);
     }
@@ -734,19 +798,12 @@ mod tests {
         // lifted slice, PGD only θ.
         let lift = LiftConfig::default();
         let run = |strategy, landscape| {
-            train_one(
-                Target1d::Gumbel,
-                strategy,
-                &lift,
-                8,
-                30,
-                200,
-                3,
-                0,
+            Run1d {
+                lift: lift.clone(),
                 landscape,
-                true,
-                &mut Metrics::default(),
-            )
+                ..Run1d::new(Target1d::Gumbel, strategy, (8, 30, 200), 3)
+            }
+            .train(&mut Metrics::default())
             .unwrap()
         };
         for (strategy, slices) in [(Strategy::Lift, 2), (Strategy::Pgd, 1)] {

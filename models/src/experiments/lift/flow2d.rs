@@ -21,6 +21,7 @@
 use super::cells::{self, Probes};
 use super::controls::{self, MULTIPLIERS, MULTIPLIERS_HELP};
 use super::density::{no_scores, Density};
+use super::groups::Rule;
 use super::{
     cell_name, icnn_config, record_sigma, snapshots, Convention, Model, Strategy, PROBES,
     SIGMA_SIGN,
@@ -220,7 +221,7 @@ impl FlowRun {
             self.convention,
             icnn_config(2, self.width, self.layers, 0.0),
             &self.lift,
-            AdamConfig::adam(5e-3),
+            Rule::Adam(AdamConfig::adam(5e-3)),
             &extra,
             &mut rng,
         )?;
@@ -399,10 +400,7 @@ impl Options {
 
     /// The setting every table's title states.
     fn describe(&self, seeds: usize) -> String {
-        let conv = match self.convention {
-            Convention::CpFlow => "CP-Flow conventions (1/fan_in gain)",
-            Convention::Ebm => "EBM conventions (raw weights)",
-        };
+        let conv = self.convention.describe();
         format!(
             "ICNN width {} × {}, {} iterations, batch 128, {conv}, lift slack {}, {seeds} seeds",
             self.width, self.layers, self.iterations, self.lift.slack_init
@@ -499,12 +497,7 @@ fn train_arm(
         }
         let mut out = run.train(metrics)?;
         if seed == first {
-            let tensors = std::mem::take(&mut out.tensors);
-            model.extend(
-                tensors
-                    .into_iter()
-                    .map(|(k, v)| (format!("{name}.{arm}.{k}"), v)),
-            );
+            cells::keep_model(model, (name, &arm), std::mem::take(&mut out.tensors));
         }
         Ok(out.numbers())
     })?;
@@ -526,35 +519,13 @@ fn headline(
 ) -> Result<()> {
     let r = Reference::of(target)?;
     let name = target.name();
-    let mut arms: Vec<Strategy> = Strategy::BASE.to_vec();
-    if o.control {
-        arms.push(Strategy::SoftplusWide);
-    }
-    arms.push(Strategy::LiftCode);
-    for &strategy in &arms {
-        train_arm(
-            o,
-            (target, strategy, &r),
-            grid,
-            (&mut *t, &mut *metrics, &mut *model),
-        )?;
-    }
-    let choice = controls::choose_multiplier(&o.multipliers, |m| {
-        let fast = Strategy::SoftplusFast(m);
-        train_arm(
-            o,
-            (target, fast, &r),
-            grid,
-            (&mut *t, &mut *metrics, &mut *model),
-        )?;
-        Ok(controls::mean_finite(&grid.values(
-            &fast.name(),
-            name,
-            "val_nll",
-        )?))
+    let arms = Strategy::arms(o.control);
+    let (arms, choice) = controls::train_with_controls(arms, &o.multipliers, |strategy| {
+        let parts = (&mut *t, &mut *metrics, &mut *model);
+        train_arm(o, (target, strategy, &r), grid, parts)?;
+        grid.values(&strategy.name(), name, "val_nll")
     })?;
     controls::choice_rows(&mut t.choice, &r.label, &choice);
-    arms.insert(arms.len() - 1, controls::chosen(&choice));
     let (mut runs, mut by_strategy) = (Vec::new(), Vec::new());
     for strategy in arms {
         let arm = strategy.name();
@@ -693,7 +664,7 @@ mod tests {
             Convention::Ebm,
             icnn_config(2, 8, 3, 0.0),
             &LiftConfig::default(),
-            AdamConfig::adam(5e-3),
+            Rule::Adam(AdamConfig::adam(5e-3)),
             &extra,
             &mut Rng::new(9),
         )

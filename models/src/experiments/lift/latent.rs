@@ -21,6 +21,7 @@
 //! reference an EBM must beat.
 
 use super::density::{no_scores, nothing_after, Density};
+use super::groups::Rule;
 use super::{icnn_config, Convention, Model, Strategy};
 use crate::cli::RunConfig;
 use crate::data::gaussian::Gaussian;
@@ -407,7 +408,7 @@ fn train_ebm(
         Convention::Ebm,
         icnn_config(LATENT, o.width, 3, 0.02),
         &o.lift,
-        AdamConfig::adam(1e-3),
+        Rule::Adam(AdamConfig::adam(1e-3)),
         &[],
         &mut rng,
     )?;

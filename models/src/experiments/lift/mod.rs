@@ -13,6 +13,7 @@ pub mod flow2d;
 pub mod groups;
 pub mod landscape;
 pub mod latent;
+pub mod shoulder;
 pub mod tabular;
 
 use crate::report::evidence::{Better, Claim, Evidence};
@@ -22,10 +23,10 @@ use nn::{init, Activation, Icnn, IcnnConfig, ParamGrads, ParamStore};
 use optim::lift::{
     probe, CrossCov, FanInGain, Lift, LiftConfig, LiftVariant, Pgd, Positivity, Softplus,
 };
-use optim::AdamConfig;
+
 use tensor::{Error, Result, Rng, Tensor};
 
-use groups::AdamGroups;
+use groups::{OptimizerGroups, Rule};
 
 /// A positivity strategy to compare.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -52,6 +53,18 @@ pub enum Strategy {
 impl Strategy {
     /// PGD, softplus and the lift: the arms of the paper's claim.
     pub const BASE: [Strategy; 3] = [Strategy::Pgd, Strategy::Softplus, Strategy::Lift];
+
+    /// The arms every setting trains before the step-size control's choice: PGD,
+    /// softplus, the lift, the width-matched softplus (with `wide`) and the
+    /// learned-code lift.
+    pub fn arms(wide: bool) -> Vec<Strategy> {
+        let mut arms = Strategy::BASE.to_vec();
+        if wide {
+            arms.push(Strategy::SoftplusWide);
+        }
+        arms.push(Strategy::LiftCode);
+        arms
+    }
 
     /// Name in tables.
     pub fn name(self) -> String {
@@ -81,7 +94,7 @@ impl Strategy {
 }
 
 /// Whose conventions set the constrained layers' gain and initial values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Convention {
     /// The lift repository's EBM: raw non-negative weights, folded-normal initial
     /// values (mean 1/√width), the lift's slack at `LiftConfig::slack_init`.
@@ -91,9 +104,25 @@ pub enum Convention {
     /// `slack_init` (the toy recipe's 0) — the same effective start for every
     /// strategy.
     CpFlow,
+    /// The shoulder start: the EBM's raw weights, every constrained latent at the
+    /// given value (the shoulder begins below −2.94): softplus latents there, PGD at
+    /// the same effective weights softplus(value), the lift's slack there (its
+    /// emitted latents spread around it by Θ_E·h).
+    Shoulder(f64),
 }
 
 impl Convention {
+    /// As a table's caption states it.
+    pub fn describe(self) -> String {
+        match self {
+            Convention::CpFlow => "CP-Flow conventions (1/fan_in gain)".into(),
+            Convention::Ebm => "EBM conventions (raw weights)".into(),
+            Convention::Shoulder(l) => {
+                format!("the shoulder start (raw weights, every latent at {l})")
+            }
+        }
+    }
+
     /// Parses `ebm` or `cpflow`.
     pub fn parse(s: &str) -> Result<Self> {
         match s {
@@ -111,7 +140,7 @@ impl Convention {
 pub type StepLoss<'a> = dyn Fn(&Model, &[Var<f64>], &Tensor<f64>) -> Result<Var<f64>> + 'a;
 
 /// A model: an ICNN, its positivity strategy, and extra trainable scalars (the flow's
-/// potential scales) in one store, with its Adam groups.
+/// potential scales) in one store, with its optimiser groups.
 pub struct Model {
     /// All parameters.
     pub store: ParamStore<f64>,
@@ -120,7 +149,7 @@ pub struct Model {
     /// Where its non-negative weights come from.
     pub positivity: Box<dyn Positivity<f64>>,
     /// The optimiser over every trainable parameter.
-    pub optimizer: AdamGroups,
+    pub optimizer: OptimizerGroups,
 }
 
 /// Trainable parameters of an ICNN with its constrained weights, for `width`.
@@ -163,14 +192,14 @@ pub fn parse_emit(s: &str) -> Result<bool> {
 }
 
 impl Model {
-    /// Builds a model trained by Adam with `adam`; `extra` scalars (name, initial
-    /// value) are registered too.
+    /// Builds a model trained by `rule`; `extra` scalars (name, initial value) are
+    /// registered too.
     pub fn new(
         strategy: Strategy,
         convention: Convention,
         cfg: IcnnConfig,
         lift: &LiftConfig,
-        adam: AdamConfig,
+        rule: Rule,
         extra: &[(&str, f64)],
         rng: &mut Rng,
     ) -> Result<Model> {
@@ -201,6 +230,11 @@ impl Model {
         let scope = store.root().sub("positivity");
         let init = match convention {
             Convention::Ebm => net.init_constrained(rng)?,
+            Convention::Shoulder(latent) => net
+                .constrained_shapes()
+                .iter()
+                .map(|s| Tensor::full(s, latent.exp().ln_1p()))
+                .collect::<Result<_>>()?,
             Convention::CpFlow => net
                 .constrained_shapes()
                 .iter()
@@ -209,6 +243,18 @@ impl Model {
                     Ok(init::uniform::<f64>(s, -a, a, rng)?.softplus())
                 })
                 .collect::<Result<_>>()?,
+        };
+        let shoulder;
+        let lift = match convention {
+            Convention::Shoulder(latent) => {
+                shoulder = LiftConfig {
+                    slack_init: latent,
+                    slack_std: 0.0,
+                    ..lift.clone()
+                };
+                &shoulder
+            }
+            _ => lift,
         };
         let positivity: Box<dyn Positivity<f64>> = match strategy {
             Strategy::Pgd => Box::new(Pgd::new(&scope, init)?),
@@ -239,7 +285,7 @@ impl Model {
             }
         };
         let positivity = match convention {
-            Convention::Ebm => positivity,
+            Convention::Ebm | Convention::Shoulder(_) => positivity,
             Convention::CpFlow => Box::new(FanInGain::new(positivity, &net.constrained_shapes())?),
         };
         for (name, v) in extra {
@@ -249,9 +295,9 @@ impl Model {
             Strategy::SoftplusFast(m) => m,
             _ => 1.0,
         };
-        let optimizer = AdamGroups::new(
+        let optimizer = OptimizerGroups::new(
             store.trainable(),
-            adam,
+            rule,
             |p| p.name().starts_with("positivity"),
             factor,
         )?;
@@ -470,6 +516,59 @@ pub fn lift_evidence(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shoulder_start_puts_every_latent_at_its_value() {
+        // Softplus latents exactly at −4 (all on the shoulder), PGD at the same
+        // effective weights softplus(−4), the lift's slack at −4; the authors'
+        // start has softplus latents off the shoulder.
+        let cfg = icnn_config(1, 6, 3, 0.02);
+        let lift = LiftConfig::default();
+        let pin = Tensor::from_vec(vec![0.5, -1.0, 2.0], &[3, 1]).unwrap();
+        let model = |strategy, convention| {
+            let adam = Rule::Adam(optim::AdamConfig::adam(1e-3));
+            Model::new(
+                strategy,
+                convention,
+                cfg.clone(),
+                &lift,
+                adam,
+                &[],
+                &mut Rng::new(1),
+            )
+            .unwrap()
+        };
+        let shoulder = Convention::Shoulder(-4.0);
+        let latents = |m: &Model| -> Vec<f64> {
+            m.positivity
+                .latents(&pin)
+                .unwrap()
+                .iter()
+                .flat_map(|t| t.to_vec())
+                .collect()
+        };
+        let softplus = model(Strategy::Softplus, shoulder);
+        assert!(latents(&softplus).iter().all(|&v| (v + 4.0).abs() < 1e-12));
+        assert_eq!(softplus.positivity.shoulder_occupancy(&pin).unwrap(), 1.0);
+        let pgd = model(Strategy::Pgd, shoulder);
+        let w = pgd.positivity.weights(&pin).unwrap();
+        let at = (-4.0f64).exp().ln_1p();
+        assert!(w
+            .iter()
+            .flat_map(|v| v.value().to_vec())
+            .all(|v| (v - at).abs() < 1e-15));
+        let lifted = model(Strategy::Lift, shoulder);
+        let slacks: Vec<f64> = lifted
+            .store
+            .trainable()
+            .iter()
+            .filter(|p| p.name().ends_with("slack"))
+            .flat_map(|p| p.value().to_vec())
+            .collect();
+        assert!(!slacks.is_empty() && slacks.iter().any(|&v| v == -4.0));
+        let authors = model(Strategy::Softplus, Convention::Ebm);
+        assert!(authors.positivity.shoulder_occupancy(&pin).unwrap() < 0.5);
+    }
 
     #[test]
     fn the_escape_summary_counts_entries_that_leave_the_shoulder() {

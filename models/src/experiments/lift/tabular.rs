@@ -27,6 +27,7 @@
 use super::cells;
 use super::controls::{self, MULTIPLIERS, MULTIPLIERS_HELP};
 use super::density::{no_scores, nothing_after, Density};
+use super::groups::Rule;
 use super::{
     flow2d::{gradient_map, potential_scalars},
     icnn_config, Convention, Model, Strategy,
@@ -160,11 +161,11 @@ impl TabularRun<'_> {
             Convention::CpFlow,
             icnn_config(d, self.width, self.layers, 0.0),
             &tabular_lift(),
-            AdamConfig {
+            Rule::Adam(AdamConfig {
                 beta2: 0.99,
                 weight_decay: 1e-6,
                 ..AdamConfig::adam(1e-3)
-            },
+            }),
             &extra,
             &mut rng,
         )?;
@@ -424,29 +425,24 @@ fn strategies(
     grid: &mut Grid,
     (table, choice_table, metrics): (&mut Table, &mut Table, &mut Metrics),
 ) -> Result<()> {
-    let mut train = |strategy: Strategy, grid: &mut Grid| {
+    let mut train = |strategy: Strategy| {
         grid.run(&strategy.name(), "", metrics, |seed, _, metrics| {
             let out = o.tabular(&p.data, strategy, seed).train(metrics)?;
             Ok(out.numbers(p.jacobian))
-        })
-    };
-    let mut arms = o.strategies.clone();
-    for &strategy in &arms {
-        train(strategy, grid)?;
-    }
-    if !o.multipliers.is_empty() {
-        let choice = controls::choose_multiplier(&o.multipliers, |m| {
-            let fast = Strategy::SoftplusFast(m);
-            train(fast, grid)?;
-            Ok(controls::mean_finite(&grid.values(
-                &fast.name(),
-                "",
-                "validation",
-            )?))
         })?;
+        grid.values(&strategy.name(), "", "validation")
+    };
+    let arms = if o.multipliers.is_empty() {
+        for &strategy in &o.strategies {
+            train(strategy)?;
+        }
+        o.strategies.clone()
+    } else {
+        let (arms, choice) =
+            controls::train_with_controls(o.strategies.clone(), &o.multipliers, train)?;
         controls::choice_rows(choice_table, "21-D", &choice);
-        arms.push(controls::chosen(&choice));
-    }
+        arms
+    };
     let mut by_strategy = Vec::new();
     for strategy in arms {
         let arm = strategy.name();
@@ -531,7 +527,7 @@ mod tests {
             Convention::CpFlow,
             icnn_config(3, 8, 3, 0.0),
             &LiftConfig::default(),
-            AdamConfig::adam(1e-3),
+            Rule::Adam(AdamConfig::adam(1e-3)),
             &[("flow.scale", 3.0), ("flow.quad", -2.0)],
             &mut rng,
         )
