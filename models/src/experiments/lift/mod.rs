@@ -19,14 +19,12 @@ pub mod tabular;
 use crate::report::evidence::{Better, Claim, Evidence};
 use crate::report::Metrics;
 use autograd::{backward, Var};
+use groups::{OptimizerGroups, Rule};
 use nn::{init, Activation, Icnn, IcnnConfig, ParamGrads, ParamStore};
 use optim::lift::{
     probe, CrossCov, FanInGain, Lift, LiftConfig, LiftVariant, Pgd, Positivity, Softplus,
 };
-
 use tensor::{Error, Result, Rng, Tensor};
-
-use groups::{OptimizerGroups, Rule};
 
 /// A positivity strategy to compare.
 #[derive(Clone, Copy, Debug, PartialEq)]
