@@ -91,10 +91,8 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Evidence>> {
                 .collect::<Result<Vec<f64>>>()?;
             Ok((name.to_string(), values))
         };
-        let (at, claim) = field("claim")?;
-        let claim = one((at, claim))?;
-        let claim =
-            Claim::from_key(&claim).ok_or_else(|| bad(at, format!("unknown claim '{claim}'")))?;
+        let (claim_at, claim) = field("claim")?;
+        let claim_key = one((claim_at, claim))?;
         let setting = one(field("setting")?)?;
         let metric = one(field("metric")?)?;
         let (at, better) = field("better")?;
@@ -117,6 +115,8 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Evidence>> {
         let idle = Some(one(field("idle")?)?).filter(|w| w != "-");
         let method = arm(field("method")?)?;
         let baseline = arm(field("baseline")?)?;
+        let claim = Claim::from_key(&claim_key, &baseline.0)
+            .ok_or_else(|| bad(claim_at, format!("unknown claim '{claim_key}'")))?;
         out.push(Evidence {
             claim,
             setting,

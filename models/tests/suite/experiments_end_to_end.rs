@@ -343,8 +343,9 @@ fn lift_flow_2d_reads_sigma_and_tests_both_claims() {
     assert!(cell("lift, no slack").split(", ").all(|s| s.ends_with('—')));
     assert!(!cell("lift").contains("0.00e0"), "{}", cell("lift"));
     assert_eq!(tables[4].rows.len(), 2);
-    // The paper's claim against PGD and softplus, the structural one against the
-    // chosen step-size control and the learned code (no width-matched arm here).
+    // The paper's claim against PGD and softplus, the step-size claim against the
+    // chosen control, the coupling claim against the learned code (no
+    // width-matched arm here, so no capacity claim).
     let ev = &tables[0].evidence;
     assert!(ev.iter().all(|e| e.method.0 == "lift"));
     let against = |claim: Claim| -> Vec<&str> {
@@ -354,20 +355,23 @@ fn lift_flow_2d_reads_sigma_and_tests_both_claims() {
             .collect()
     };
     assert_eq!(against(Claim::Lift), ["PGD", "softplus"]);
-    let structural = against(Claim::LiftStructural);
-    assert_eq!(structural.len(), 2);
-    assert!(structural[0].starts_with("softplus, latent lr × "));
-    assert_eq!(structural[1], "lift, learned code");
+    let step_size = against(Claim::LiftStepSize);
+    assert!(step_size.len() == 1 && step_size[0].starts_with("softplus, latent lr × "));
+    assert_eq!(against(Claim::LiftCoupling), ["lift, learned code"]);
+    assert!(against(Claim::LiftCapacity).is_empty());
     let summary = summary(ev, None);
-    for (method, n) in [
-        ("lift (ICNN)", "2"),
-        ("lift (ICNN), against its controls", "2"),
+    for (method, n, verdict) in [
+        ("lift (ICNN)", "2", "cannot tell at this scale"),
+        ("lift (ICNN) vs step size", "1", "cannot tell at this scale"),
+        (
+            "lift (ICNN) vs batch coupling",
+            "1",
+            "cannot tell at this scale",
+        ),
+        ("lift (ICNN) vs capacity", "0", "not tested"),
     ] {
         let row = summary[1].rows.iter().find(|r| r[0] == method).unwrap();
-        assert_eq!(
-            row[2..7],
-            [n, "0", "0", n, "cannot tell at this scale"].map(String::from)
-        );
+        assert_eq!(row[2..7], [n, "0", "0", n, verdict].map(String::from));
     }
     for bad in [["--layers", "0"], ["--convention", "nope"]] {
         assert!(lift::flow2d::run(&config(&bad, &dir)).is_err(), "{bad:?}");
@@ -425,12 +429,12 @@ fn lift_ebm_1d_sgd_study_covers_both_starts_and_chooses_each_rate() {
         "{softplus_on_shoulder:?}"
     );
     assert_eq!(study.evidence.len(), 9);
-    let structural = study
+    let coupling = study
         .evidence
         .iter()
-        .filter(|e| e.claim == Claim::LiftStructural)
+        .filter(|e| e.claim == Claim::LiftCoupling)
         .count();
-    assert_eq!(structural, 3);
+    assert_eq!(coupling, 3);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -486,12 +490,11 @@ fn lift_flow_tabular_on_heavy_tails_reports_tails_and_the_best_validation() {
         assert!(best <= mean(&r[col("validation NLL")]) + 1e-12, "{r:?}");
         assert!(mean(&r[col("test NLL, 99th percentile of rows")]).is_finite());
     }
-    let structural = t
-        .evidence
-        .iter()
-        .filter(|e| e.claim == Claim::LiftStructural)
-        .count();
-    assert_eq!(structural, 2);
+    let claims: Vec<Claim> = t.evidence.iter().map(|e| e.claim).collect();
+    assert_eq!(
+        claims,
+        [Claim::Lift, Claim::LiftStepSize, Claim::LiftCoupling]
+    );
     assert_eq!(tables[1].rows.len(), 2);
     let with_data = config(&["--marginals", "t3", "--data", "/nonexistent"], &dir);
     let e = lift::tabular::run(&with_data).err().unwrap().to_string();
