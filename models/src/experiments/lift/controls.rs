@@ -11,12 +11,21 @@ use crate::train::{choose, Choice};
 use tensor::Result;
 
 /// The multipliers of the latents' learning rate: the authors' 10, 30 and 100, and
-/// one step beyond, since the quick 1-D EBM already prefers 100.
+/// one step beyond, since the 1-D EBM prefers 100.
 pub const MULTIPLIERS: [f64; 4] = [10.0, 30.0, 100.0, 300.0];
+
+/// The quick settings' multipliers: the authors' three (the demo's time budget).
+pub fn multipliers(quick: bool) -> &'static [f64] {
+    if quick {
+        &MULTIPLIERS[..3]
+    } else {
+        &MULTIPLIERS
+    }
+}
 
 /// The `--multipliers` option's help.
 pub const MULTIPLIERS_HELP: &str =
-    "latent learning-rate multipliers M of the step-size control, M chosen per setting by the mean validation NLL over seeds (10,30,100,300)";
+    "latent learning-rate multipliers M of the step-size control, M chosen per setting by the mean validation NLL over seeds (quick 10,30,100; full 10,30,100,300)";
 
 /// Chooses M from `multipliers`: `validate(M)` trains the control at M over every
 /// seed and returns its mean validation NLL.

@@ -9,7 +9,7 @@
 //! lift without its slack.
 
 use super::cells::{self, Probes};
-use super::controls::{self, MULTIPLIERS, MULTIPLIERS_HELP};
+use super::controls::{self, MULTIPLIERS_HELP};
 use super::density::Density;
 use super::groups::Rule;
 use super::landscape::{Slice, Trajectory};
@@ -513,7 +513,7 @@ impl Options {
             probe_every: cfg.opt("probe-every", iterations / 5)?,
             landscape,
             control: cfg.opt("control", !cfg.quick)?,
-            multipliers: cfg.opt_list("multipliers", &MULTIPLIERS)?,
+            multipliers: cfg.opt_list("multipliers", controls::multipliers(cfg.quick))?,
             sgd_lrs: cfg.opt_list("sgd-lrs", if cfg.quick { &[] } else { &SGD_LRS[..] })?,
             quiet: cfg.quiet,
         })

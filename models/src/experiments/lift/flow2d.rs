@@ -19,7 +19,7 @@
 //! PGD's and softplus's slack channel is their own latent.
 
 use super::cells::{self, Probes};
-use super::controls::{self, MULTIPLIERS, MULTIPLIERS_HELP};
+use super::controls::{self, MULTIPLIERS_HELP};
 use super::density::{no_scores, Density};
 use super::groups::Rule;
 use super::{
@@ -377,7 +377,7 @@ impl Options {
             slack_sweep: cfg.opt_list("slack-sweep", sweep)?,
             probe_every: cfg.opt("probe-every", if cfg.quick { 0 } else { iterations / 10 })?,
             control: cfg.opt("control", !cfg.quick)?,
-            multipliers: cfg.opt_list("multipliers", &MULTIPLIERS)?,
+            multipliers: cfg.opt_list("multipliers", controls::multipliers(cfg.quick))?,
             quiet: cfg.quiet,
         })
     }

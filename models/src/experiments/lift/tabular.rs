@@ -25,7 +25,7 @@
 //! the full budget and are not reproduced at this one.
 
 use super::cells;
-use super::controls::{self, MULTIPLIERS, MULTIPLIERS_HELP};
+use super::controls::{self, MULTIPLIERS_HELP};
 use super::density::{no_scores, Density};
 use super::groups::Rule;
 use super::{
@@ -367,7 +367,7 @@ impl Options {
             });
         }
         let multipliers = if fast {
-            cfg.opt_list("multipliers", &MULTIPLIERS)?
+            cfg.opt_list("multipliers", controls::multipliers(cfg.quick))?
         } else {
             Vec::new()
         };
