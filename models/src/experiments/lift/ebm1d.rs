@@ -429,7 +429,7 @@ fn train_one(run: &Run1d, metrics: &mut Metrics) -> Result<RunResult> {
 impl RunResult {
     /// The cell's numbers: the scores, the counts, the σ²_Jac snapshots and the
     /// escape summary of a probing run.
-    pub(super) fn numbers(&self) -> Numbers {
+    fn numbers(&self) -> Numbers {
         let mut numbers = vec![
             ("tv".to_string(), self.tv),
             ("nll".to_string(), self.nll),
@@ -731,7 +731,19 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         }
         if !o.sgd_lrs.is_empty() {
             let base = o.run((target, Strategy::Lift, &o.lift), 0, (0, 0));
-            shoulder::run_target(&base, &o.sgd_lrs, &mut grid, (&mut t.study, &mut metrics))?;
+            let mut run = |strategy, rule: &Rule, convention, seed, m: &mut Metrics| {
+                let run = Run1d {
+                    strategy,
+                    rule: rule.clone(),
+                    convention,
+                    seed,
+                    track: true,
+                    ..base.clone()
+                };
+                Ok(run.train(m)?.numbers())
+            };
+            let parts = (&mut t.study, &mut metrics);
+            shoulder::run_target(target.name(), &o.sgd_lrs, &mut grid, &mut run, parts)?;
         }
     }
     let mut tables = vec![t.headline, t.choice];

@@ -8,10 +8,9 @@
 //! escape dynamics (every latent entry's shoulder membership at 100 snapshots).
 
 use super::controls::mean_finite;
-use super::ebm1d::Run1d;
 use super::groups::Rule;
 use super::{lift_evidence, Convention, Strategy};
-use crate::grid::Grid;
+use crate::grid::{Grid, Numbers};
 use crate::report::evidence::Better;
 use crate::report::{Metrics, Table};
 use crate::train::{choose, Choice};
@@ -75,28 +74,26 @@ fn arm(strategy: Strategy, rule: &Rule, start: Convention) -> String {
     format!("{} · {optimiser} · {}", strategy.name(), start_name(start))
 }
 
-/// The study on `base`'s target (its sizes, lift and seeds from the grid): the
-/// rows of both tables and the evidence of both claims under each optimiser and
-/// start, pushed to `tables.table.evidence`.
+/// One run of the study: `strategy` trained by `rule` from `start` at `seed`,
+/// tracking every latent's shoulder membership; its cell's numbers (with
+/// `val_nll`, `tv`, `nll`, `shoulder`, `skipped` and the `escape_*` summary).
+pub type StudyRun<'a> =
+    dyn FnMut(Strategy, &Rule, Convention, u64, &mut Metrics) -> Result<Numbers> + 'a;
+
+/// The study on the target `name` over the grid's seeds, each run by `run`: the
+/// rows of both tables and the evidence of the lift's claims under each optimiser
+/// and start, pushed to `tables.table.evidence`.
 pub fn run_target(
-    base: &Run1d,
+    name: &str,
     lrs: &[f64],
     grid: &mut Grid,
+    run: &mut StudyRun<'_>,
     (tables, metrics): (&mut StudyTables, &mut Metrics),
 ) -> Result<()> {
-    let name = base.target.name();
     let mut train = |strategy: Strategy, rule: Rule, start: Convention, grid: &mut Grid| {
         let arm = arm(strategy, &rule, start);
         grid.run(&arm, name, metrics, |seed, _, m| {
-            let run = Run1d {
-                strategy,
-                rule: rule.clone(),
-                convention: start,
-                seed,
-                track: true,
-                ..base.clone()
-            };
-            Ok(run.train(m)?.numbers())
+            run(strategy, &rule, start, seed, m)
         })?;
         Ok::<String, tensor::Error>(arm)
     };
