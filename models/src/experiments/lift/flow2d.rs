@@ -44,7 +44,7 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("layers", "ICNN layers (5)"),
     (
         "control",
-        "include the width-matched softplus control (quick false: at the lift's parameter count it costs ten times the lift per run; full true)",
+        "include the width-matched softplus control (quick false, for the demo's time: at the lift's parameter count the ICNN is about ten times as wide; full true)",
     ),
     ("multipliers", MULTIPLIERS_HELP),
     (
