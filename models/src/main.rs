@@ -227,7 +227,10 @@ fn report(args: &[String]) -> tensor::Result<()> {
         let readme = std::fs::read_to_string(path).map_err(io)?;
         std::fs::write(
             path,
-            models::results::claims::with_section(&readme, &report)?,
+            models::results::claims::with_section(
+                &readme,
+                &models::results::claims::readme_section(&tables),
+            )?,
         )
         .map_err(io)?;
         models::results::index::write(&root)?;

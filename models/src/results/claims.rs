@@ -1,6 +1,7 @@
 //! `models report [DIR]`: every comparison the committed entries make, its verdict
 //! recomputed by the evidence rule from the values over seeds, and one line per
-//! claim — the README's claims section is this output.
+//! claim — the README's claims section holds the claim lines, `results/README.md`
+//! every comparison.
 
 use super::{entries, Entry};
 use crate::report::evidence::{
@@ -102,6 +103,16 @@ pub fn render(tables: &[Table]) -> String {
         .map(Table::render)
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The README's claims section: the claims table of `tables` (the first of
+/// [`tables`]) and where the comparisons behind it are listed — the
+/// per-comparison table is long and goes to `results/README.md` instead.
+pub fn readme_section(tables: &[Table]) -> String {
+    format!(
+        "{}\nevery comparison behind these verdicts, with its values and t: results/README.md\n",
+        render(&tables[..1.min(tables.len())])
+    )
 }
 
 const BEGIN: &str = "<!-- claims:begin -->\n```text\n";

@@ -1,8 +1,8 @@
-//! `results/README.md`: what each entry is and the commands that reproduce it,
-//! generated from the entries' manifests (by `models keep`, and checked by a test
+//! `results/README.md`: what each entry is, the commands that reproduce it and
+//! every comparison the entries make, generated from the entries' manifests (by `models keep`, and checked by a test
 //! against the entries, so it cannot drift from them).
 
-use super::{entries, Entry};
+use super::{claims, entries, Entry};
 use std::path::Path;
 use tensor::{Error, Result};
 
@@ -77,6 +77,11 @@ entry's commit; the shard runs of one sweep may run in any order and on any mach
             e.evidence.len()
         ));
     }
+    let report = claims::tables(entries);
+    s.push_str(&format!(
+        "\n## Every comparison\n\n`models report` recomputes these from the entries' `evidence.txt`.\n\n```text\n{}```\n",
+        claims::render(&report[1..])
+    ));
     s
 }
 

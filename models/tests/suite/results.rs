@@ -145,14 +145,14 @@ fn repository_results() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../results")
 }
 
-/// The README's claims section is `models report`'s output on the committed
+/// The README's claims section is `models report`'s claims table on the committed
 /// entries, character for character.
 #[test]
 fn the_readme_claims_section_is_the_report() {
     let readme =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
             .unwrap();
-    let report = claims::render(&claims::report(&repository_results()).unwrap());
+    let report = claims::readme_section(&claims::report(&repository_results()).unwrap());
     assert!(
         readme == claims::with_section(&readme, &report).unwrap(),
         "README.md's claims section differs from `models report`: run `cargo run -p models -- report --readme README.md`"
