@@ -27,6 +27,8 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+#[cfg(feature = "proptest")]
+pub mod differential;
 mod dims;
 pub mod element;
 pub mod error;
@@ -47,6 +49,8 @@ pub mod linalg;
 pub mod nan_semantics;
 pub mod ops;
 pub mod parallel;
+#[cfg(feature = "proptest")]
+pub mod reference;
 pub mod rng;
 pub mod special;
 pub mod storage;

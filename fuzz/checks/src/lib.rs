@@ -4,7 +4,6 @@
 //! evaluator); errors are the expected outcome of hostile input. `cargo test` runs
 //! every target over its committed corpus in `fuzz/corpus/<target>/`.
 
-pub mod dense;
 pub mod differential;
 pub mod input;
 pub mod readers;

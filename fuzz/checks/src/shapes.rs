@@ -6,8 +6,8 @@
 //! changes). Later steps act on the engine's result, so strided and zero-sized
 //! views feed every operation.
 
-use crate::dense::Dense;
 use crate::input::Input;
+use tensor::reference::Dense;
 use tensor::Tensor;
 
 /// Sizes stay below this many elements, so no program allocates much.
@@ -123,7 +123,7 @@ fn step(op: u8, input: &mut Input, t: &Tensor<f64>, d: &Dense) -> Option<Step> {
             // Joined with a piece of its own shape except, possibly, along the axis.
             let ax = input.axis(nd)?;
             let mut other = d.shape.clone();
-            if let Some(a) = crate::dense::axis(ax, nd) {
+            if let Some(a) = tensor::reference::axis(ax, nd) {
                 other[a] = input.below(4)?;
             }
             if input.below(4)? == 0 {

@@ -5,6 +5,7 @@
 mod batch_norm;
 mod common;
 mod conv;
+mod differential;
 mod elementwise;
 mod errors;
 mod fft;

@@ -1,9 +1,20 @@
 //! The reference evaluator: a dense row-major array of f64 with every operation
-//! written as the plainest loop over multi-indices, to be compared with the engine.
-//! Operations return `None` exactly where the engine's documented rules say the call
-//! is invalid.
+//! written as the plainest loop over multi-indices, sharing no code with the engine,
+//! to compare the engine with (see [`crate::differential`]). Operations return
+//! `None` exactly where the engine's documented rules say the call is invalid.
+//!
+//! ```
+//! use tensor::reference::Dense;
+//! use tensor::Tensor;
+//! let d = Dense::arange(&[2, 3]);
+//! let col_sums = d.reduce(0, false, true, |v| v.iter().sum()).unwrap();
+//! let t = Tensor::<f64>::arange(0.0, 6.0, 1.0).unwrap().reshape(&[2, 3]).unwrap();
+//! assert_eq!(Dense::of(&t.sum(&[0], false).unwrap()), col_sums);
+//! ```
+//!
+//! Enabled by the `proptest` feature (the testing toolkit).
 
-use tensor::Tensor;
+use crate::tensor::Tensor;
 
 /// A dense row-major array.
 #[derive(Clone, Debug, PartialEq)]
