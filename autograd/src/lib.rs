@@ -34,6 +34,8 @@
 pub mod engine;
 pub mod functional;
 pub mod gradcheck;
+#[cfg(feature = "proptest")]
+pub mod gradcheck_property;
 pub mod mode;
 pub mod ops;
 pub mod trace;

@@ -9,4 +9,5 @@ mod gradcheck_batch_norm;
 mod gradcheck_conv;
 mod gradcheck_linalg_fft;
 mod gradcheck_ops;
+mod gradcheck_property;
 mod higher_order;
