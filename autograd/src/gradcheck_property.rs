@@ -123,12 +123,15 @@ impl fmt::Display for PropertyFailure {
 
 impl std::error::Error for PropertyFailure {}
 
-/// The first failing check on `inputs` (order and error), with the checks made.
-fn check(
-    f: &dyn Fn(&[Var<f64>]) -> Result<Var<f64>>,
-    inputs: &[Tensor<f64>],
-    options: &PropertyOptions,
-) -> std::result::Result<(usize, f64), (usize, Error)> {
+/// The checks made and the largest error, or the first failing check's order and
+/// error.
+type Checked = std::result::Result<(usize, f64), (usize, Error)>;
+
+/// The function under check.
+type Function<'f> = dyn Fn(&[Var<f64>]) -> Result<Var<f64>> + 'f;
+
+/// Checks `f` at `inputs`: first derivatives, then second if asked.
+fn check(f: &Function<'_>, inputs: &[Tensor<f64>], options: &PropertyOptions) -> Checked {
     let first = gradcheck(f, inputs, &options.gradcheck).map_err(|e| (1, e))?;
     let mut done = (first.checks, first.max_abs_error);
     if options.second_order {

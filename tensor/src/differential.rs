@@ -29,7 +29,7 @@
 //! use tensor::reference::Dense;
 //! use tensor::Tensor;
 //! // A composition of engine ops, and the same function written plainly.
-//! let engine = |t: &Tensor<f64>| t.square()?.add_scalar(1.0)?.ln();
+//! let engine = |t: &Tensor<f64>| Ok(t.square().add_scalar(1.0).ln());
 //! let reference = |d: &Dense| Some(d.map(|x| (x * x + 1.0).ln()));
 //! let ops = [UserOp { name: "log1p_square", engine: &engine, reference: &reference }];
 //! proptest!(|(p in program(ops.len()))| {
