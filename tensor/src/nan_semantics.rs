@@ -1,7 +1,8 @@
 //! What each op does with NaN, ±∞ and signed zeros, stated once and tested row by
 //! row (`tests/suite/nan_semantics.rs`, in `f32` and `f64`, with the special value
 //! at every position of slices longer than a SIMD register, so the vector paths
-//! are held to the same rule as the scalar ones). The rule follows NumPy and
+//! are held to the same rule as the scalar ones), and held again on random
+//! strided tensors of the hostile profile (`tests/suite/hostile.rs`). The rule follows NumPy and
 //! PyTorch where they agree, which they do on every row here; the engine has no
 //! NaN-skipping variants (`nanmax`, `nansum`, `fmax`).
 //!
@@ -19,7 +20,7 @@
 //! | `max_pool2d` | a window holding a NaN gives NaN (its index, the first NaN) | ordinary values |
 //! | `sqrt`, `ln` | NaN | `sqrt(x < 0)` and `ln(x < 0)` are NaN, `ln(0) = −∞` |
 //! | `sigmoid`, `tanh`, `softplus` | NaN | limits: `sigmoid(±∞) = 1, 0`, `tanh(±∞) = ±1`, `softplus(+∞) = +∞`, `softplus(−∞) = 0` |
-//! | `cholesky`, `solve`, `inverse`, `eigh`, the SPD routines | an error of kind [`NonFinite`](crate::ErrorKind::NonFinite), naming the op | ∞ too |
+//! | `cholesky`, `solve`, `inverse`, `eigh`, `qr`, the SPD routines | an error of kind [`NonFinite`](crate::ErrorKind::NonFinite), naming the op (the symmetric routines read, and check, only the lower triangle) | ∞ too; finite input whose result overflows the type (a near-singular matrix, entries near its largest value) is an error of kind [`Numerical`](crate::ErrorKind::Numerical), never a silent ∞ or NaN |
 //!
 //! Gradients follow the same values (autograd's rules are written with these ops);
 //! `autograd::detect_anomaly` names the first op whose output is not finite, and the

@@ -361,6 +361,8 @@ impl<T: Element> Tensor<T> {
             values.extend(vals.into_iter().map(T::from_f64));
             vectors.extend(v.into_iter().map(T::from_f64));
         }
+        super::finite_result("eigh", "an eigenvalue", &values)?;
+        super::finite_result("eigh", "an eigenvector", &vectors)?;
         Ok((
             Tensor::from_vec(values, &vshape)?,
             Tensor::from_vec(vectors, &mshape)?,

@@ -79,6 +79,24 @@ pub(crate) fn square_lower(op: &'static str, t: &Tensor<impl Element>) -> Result
     }
 }
 
+/// Refuses a result that is not finite although its input was: `what` (a name for
+/// the result) overflowed `T`, the input being too large, or too close to
+/// singular, for its scale. The routines end with it so that finite input never
+/// gives a silent infinity or NaN.
+pub(crate) fn finite_result<T: Element>(op: &'static str, what: &str, values: &[T]) -> Result<()> {
+    match values.iter().position(|v| !v.is_finite()) {
+        None => Ok(()),
+        Some(j) => Err(Error::numerical(
+            op,
+            format!(
+                "{what} overflows {} at element {j}: the input is too large, or too close to \
+                 singular, for its scale",
+                std::any::type_name::<T>()
+            ),
+        )),
+    }
+}
+
 /// Checks that every entry is finite.
 pub(crate) fn finite(op: &'static str, t: &Tensor<impl Element>) -> Result<()> {
     if t.all_finite() {

@@ -135,6 +135,8 @@ impl<T: Element> Tensor<T> {
             .iter()
             .flat_map(|(_, r)| r.iter().map(|&v| T::from_f64(v)))
             .collect();
+        super::finite_result("qr", "Q", &q)?;
+        super::finite_result("qr", "R", &r)?;
         Ok((Tensor::from_vec(q, &qs)?, Tensor::from_vec(r, &rs)?))
     }
 

@@ -21,6 +21,24 @@ pub(super) fn dot(a: &[f64], b: &[f64]) -> f64 {
     (acc[0] + acc[2]) + (acc[1] + acc[3]) + tail
 }
 
+/// The Euclidean norm of `x`: √(x·x), or, where the squares overflow or fall below
+/// the normal range, the norm of x scaled by its largest magnitude, scaled back
+/// (LAPACK's dnrm2 guards the same way), so that a column of values near the
+/// type's largest or smallest is still reduced. The common case keeps the plain
+/// dot product's bits.
+pub(super) fn norm(x: &[f64]) -> f64 {
+    let squares = dot(x, x);
+    if squares.is_finite() && squares >= f64::MIN_POSITIVE {
+        return squares.sqrt();
+    }
+    let largest = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    if largest == 0.0 || !largest.is_finite() {
+        return squares.sqrt();
+    }
+    let scaled: Vec<f64> = x.iter().map(|v| v / largest).collect();
+    largest * dot(&scaled, &scaled).sqrt()
+}
+
 /// Turns `x` into the vector v of the reflector H = I − τ v vᵀ with H x = β e₁ and
 /// returns (β, τ); on return x = v (x[0] = 1). When x is already a multiple of e₁,
 /// τ = 0 and H is the identity.
@@ -28,14 +46,20 @@ pub(super) fn make_reflector(x: &mut [f64]) -> (f64, f64) {
     let Some((&mut alpha, tail)) = x.split_first_mut() else {
         return (0.0, 0.0);
     };
-    let tail_norm = dot(tail, tail).sqrt();
+    let tail_norm = norm(tail);
     x[0] = 1.0;
     if tail_norm == 0.0 {
         return (alpha, 0.0);
     }
     let beta = -alpha.hypot(tail_norm).copysign(alpha);
-    let scale = 1.0 / (alpha - beta);
-    x[1..].iter_mut().for_each(|v| *v *= scale);
+    let pivot = alpha - beta;
+    let scale = 1.0 / pivot;
+    if scale.abs() >= f64::MIN_POSITIVE {
+        x[1..].iter_mut().for_each(|v| *v *= scale);
+    } else {
+        // 1/pivot would be subnormal and lose bits: divide instead.
+        x[1..].iter_mut().for_each(|v| *v /= pivot);
+    }
     (beta, (beta - alpha) / beta)
 }
 

@@ -285,6 +285,7 @@ impl<T: Element> Tensor<T> {
             })
         });
         let out: Vec<T> = results.into_iter().collect::<Result<Vec<_>>>()?.concat();
+        super::finite_result("solve_triangular", "the solution", &out)?;
         Tensor::from_vec(out, &b_shape)
     }
 }

@@ -450,3 +450,45 @@ fn bad_inputs_give_clear_errors() {
     assert!(e.to_string().contains("B needs 3 rows"), "{e}");
     assert!(Tensor::<f64>::ones(&[3]).unwrap().qr().is_err());
 }
+
+/// QR reduces columns whose squares overflow or underflow: the column norm is
+/// scaled (as LAPACK's dnrm2), so values near the type's limits factor with Q
+/// orthonormal and A = QR, where a plain Σx² gave NaN (hostile profile's finding).
+#[test]
+fn qr_factors_columns_at_the_type_limits() {
+    for scale in [f64::MAX / 2.0, 1e-170, 1e-300] {
+        let a = Tensor::<f64>::from_vec(
+            vec![0.0, scale, scale, 1.0, 0.0, 0.0, 0.0, 2.0, 3.0],
+            &[3, 3],
+        )
+        .unwrap()
+        .t()
+        .unwrap();
+        let (q, r) = a.qr().unwrap();
+        assert!(q.all_finite() && r.all_finite(), "scale {scale:e}: {r:?}");
+        let qtq = q.t().unwrap().matmul(&q).unwrap();
+        assert!(
+            max_abs(&qtq.sub(&Tensor::eye(3).unwrap()).unwrap()) < 1e-14,
+            "scale {scale:e}"
+        );
+        let rel = max_abs(&q.matmul(&r).unwrap().sub(&a).unwrap()) / max_abs(&a);
+        assert!(rel < 1e-14, "scale {scale:e}: relative residual {rel:e}");
+        // The first column, (0, s, s), was reduced to its norm √2·s, not skipped.
+        assert!((r.get(&[0, 0]).unwrap().abs() / (scale * 2f64.sqrt()) - 1.0).abs() < 1e-15);
+    }
+}
+
+/// A finite matrix whose inverse overflows is an error of kind `Numerical`, not an
+/// infinity: the SPD routines, and QR where R itself cannot be represented.
+#[test]
+fn results_that_overflow_are_errors() {
+    let tiny = Tensor::<f64>::from_vec(vec![5e-324], &[1, 1]).unwrap();
+    let e = tiny.inverse_spd().unwrap_err();
+    assert_eq!(e.kind(), tensor::ErrorKind::Numerical, "{e}");
+    assert!(e.to_string().contains("overflows f64"), "{e}");
+    let e = tiny.solve_spd(&Tensor::ones(&[1, 1]).unwrap()).unwrap_err();
+    assert_eq!(e.kind(), tensor::ErrorKind::Numerical, "{e}");
+    let big = Tensor::<f64>::full(&[2, 2], f64::MAX).unwrap();
+    let e = big.qr().unwrap_err();
+    assert_eq!(e.kind(), tensor::ErrorKind::Numerical, "{e}");
+}

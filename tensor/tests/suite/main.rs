@@ -10,6 +10,7 @@ mod elementwise;
 mod errors;
 mod fft;
 mod gemm;
+mod hostile;
 mod laws;
 mod linalg;
 mod lu;
