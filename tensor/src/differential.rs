@@ -1,7 +1,7 @@
 //! Differential testing: a short program of tensor operations (element-wise with
 //! broadcasting, unary maps, reductions, softmax, cumsum, matmul, transposes, and
 //! any ops of your own) run on the engine in f64 and on the naive
-//! [`Dense`](crate::reference::Dense) evaluator, compared element by element after
+//! [`Dense`] evaluator, compared element by element after
 //! every step, errors included: where one side rejects a call the other must too.
 //!
 //! Programs come from proptest ([`program`], which shrinks a failure to the
