@@ -10,6 +10,7 @@
 //! bits.
 
 use super::gemm::Scalar;
+#[cfg(target_arch = "x86_64")]
 use std::any::TypeId;
 
 /// The constants of one Adam step for one parameter.
@@ -54,6 +55,7 @@ pub struct AdamSlices<'a, T> {
 ///
 /// # Panics
 /// When the slices differ in length.
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
 pub fn adam_update<T: Scalar + num_traits::Float>(h: &AdamStep<T>, mut s: AdamSlices<'_, T>) {
     let n = s.x.len();
     assert!(
@@ -62,6 +64,7 @@ pub fn adam_update<T: Scalar + num_traits::Float>(h: &AdamStep<T>, mut s: AdamSl
             .all(|&l| l == n),
         "adam_update: slices of different lengths"
     );
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     let mut done = 0;
     #[cfg(target_arch = "x86_64")]
     if super::has_avx2_fma() {
@@ -167,6 +170,7 @@ fn cast<T: Scalar, U: Scalar>(h: &AdamStep<T>) -> AdamStep<U> {
 
 /// Defines the vector loop for one element type and instruction set: whole vectors
 /// only; returns how many elements it did.
+#[cfg(target_arch = "x86_64")]
 macro_rules! simd_adam {
     ($name:ident, $feature:literal, $t:ty, $lanes:literal, $load:ident, $store:ident, $set:ident,
      $add:ident, $sub:ident, $mul:ident, $div:ident, $sqrt:ident) => {

@@ -17,11 +17,14 @@
 
 use super::ahead::Ahead;
 use super::gemm::Scalar;
+#[cfg(target_arch = "x86_64")]
 use std::any::TypeId;
 
 /// One stage given to [`Stockham::new`]: its radix (2 or 4), stride `s` and twiddle
 /// tables (radix 4: w₁ re, w₁ im, w₂ re, w₂ im, w₃ re, w₃ im; radix 2: w re, w im,
 /// the rest empty).
+// Its fields are read by the x86 SIMD stages only.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[derive(Clone, Copy)]
 pub struct StageRef<'a, T> {
     /// 2 or 4.
@@ -192,6 +195,7 @@ unsafe fn run<T: Scalar>(
 }
 
 /// The raw pointers of a radix-4 stage.
+#[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
 struct Ptrs<U> {
     xr: *const U,
@@ -201,6 +205,7 @@ struct Ptrs<U> {
     tw: [*const U; 6],
 }
 
+#[cfg(target_arch = "x86_64")]
 impl<U> Ptrs<U> {
     fn cast<V>(self) -> Ptrs<V> {
         Ptrs {
@@ -216,6 +221,7 @@ impl<U> Ptrs<U> {
 /// The radix-4 butterfly of vectors (a, b, c, d) with twiddles (w₁, w₂, w₃), in
 /// the scalar path's order of operations; yields the four outputs (re, im). The
 /// `plain` form, for a stage of one group, does not rotate (as the scalar path).
+#[cfg(target_arch = "x86_64")]
 macro_rules! bfly4 {
     ($add:ident, $sub:ident, $mul:ident, $a:expr, $b:expr, $c:expr, $d:expr, $w1:expr, $w2:expr, $w3:expr) => {{
         let (a, b, c, d) = ($a, $b, $c, $d);

@@ -11,6 +11,7 @@
 
 use super::gemm::Scalar;
 use num_traits::Float;
+#[cfg(target_arch = "x86_64")]
 use std::any::TypeId;
 
 /// Eight lanes with lane-wise arithmetic.

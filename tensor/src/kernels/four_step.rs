@@ -24,6 +24,7 @@ use super::ahead::Ahead;
 use super::fft64::{dft4, dft8, Lanes};
 use super::gemm::Scalar;
 use num_traits::Float;
+#[cfg(target_arch = "x86_64")]
 use std::any::TypeId;
 
 /// The lengths with a four-step plan.

@@ -242,11 +242,12 @@ fn has_avx512() -> bool {
 }
 
 /// Which family of kernels runs in this process: `"avx512"` when the AVX-512 paths
-/// run, `"avx2"` when the AVX2/FMA paths run (and AVX-512 is absent), otherwise
-/// `"portable"` — always on targets other than x86-64, and whenever the portable
-/// kernels are forced (see [`PORTABLE_ENV`]). It reads the same cached checks as
-/// the dispatch itself, so it names the path the kernels actually take: for
-/// recording beside a benchmark or a run's results.
+/// run, `"avx2"` when the AVX2/FMA paths run (and AVX-512 is absent), `"neon"` on
+/// aarch64 (where the GEMM, and everything built on it, has NEON kernels and the
+/// other kernels are the portable ones), otherwise `"portable"` — always on other
+/// targets, and whenever the portable kernels are forced (see [`PORTABLE_ENV`]).
+/// It reads the same cached checks as the dispatch itself, so it names the path the
+/// kernels actually take: for recording beside a benchmark or a run's results.
 pub fn kernel_path() -> &'static str {
     #[cfg(target_arch = "x86_64")]
     {
@@ -257,11 +258,18 @@ pub fn kernel_path() -> &'static str {
             return "avx2";
         }
     }
+    #[cfg(target_arch = "aarch64")]
+    {
+        if !portable_forced() && std::arch::is_aarch64_feature_detected!("neon") {
+            return "neon";
+        }
+    }
     "portable"
 }
 
 /// The SIMD features the kernels can use that this CPU reports, of `"avx512f"`,
-/// `"avx2"` and `"fma"`, in that order (empty on targets other than x86-64). It
+/// `"avx2"` and `"fma"`, in that order, on x86-64, `"neon"` on aarch64 (empty on
+/// other targets). It
 /// describes the CPU alone: unlike [`kernel_path`], it ignores [`PORTABLE_ENV`].
 pub fn cpu_features() -> Vec<&'static str> {
     #[allow(unused_mut)]
@@ -277,6 +285,10 @@ pub fn cpu_features() -> Vec<&'static str> {
         if std::arch::is_x86_feature_detected!("fma") {
             features.push("fma");
         }
+    }
+    #[cfg(target_arch = "aarch64")]
+    if std::arch::is_aarch64_feature_detected!("neon") {
+        features.push("neon");
     }
     features
 }
@@ -374,10 +386,10 @@ mod path_tests {
     use super::*;
 
     #[test]
-    fn kernel_path_names_one_of_the_three_paths() {
+    fn kernel_path_names_one_of_the_four_paths() {
         let path = kernel_path();
         assert!(
-            ["avx512", "avx2", "portable"].contains(&path),
+            ["avx512", "avx2", "neon", "portable"].contains(&path),
             "unexpected kernel path {path:?}"
         );
         if portable_forced() {
@@ -388,11 +400,12 @@ mod path_tests {
         match path {
             "avx512" => assert!(features.contains(&"avx512f")),
             "avx2" => assert!(features.contains(&"avx2") && features.contains(&"fma")),
+            "neon" => assert!(features.contains(&"neon")),
             _ => {}
         }
         assert!(features
             .iter()
-            .all(|f| ["avx512f", "avx2", "fma"].contains(f)));
+            .all(|f| ["avx512f", "avx2", "fma", "neon"].contains(f)));
     }
 }
 

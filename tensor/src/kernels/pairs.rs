@@ -7,6 +7,7 @@
 //! or multiplied once by its scale, on every path, so all paths give the same bits.
 
 use super::gemm::Scalar;
+#[cfg(target_arch = "x86_64")]
 use std::any::TypeId;
 
 /// `re[k] = src[2k]`, `im[k] = src[2k + 1]·im_scale` for `k < re.len()` (an
@@ -22,6 +23,7 @@ pub fn split_pairs<T: Scalar>(src: &[T], re: &mut [T], im: &mut [T], im_scale: T
         src.len(),
         im.len()
     );
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     let mut done = 0;
     #[cfg(target_arch = "x86_64")]
     if super::has_avx2_fma() {
@@ -55,6 +57,7 @@ pub fn join_pairs<T: Scalar>(re: &[T], im: &[T], (re_scale, im_scale): (T, T), d
         im.len(),
         dst.len()
     );
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     let mut done = 0;
     #[cfg(target_arch = "x86_64")]
     if super::has_avx2_fma() {

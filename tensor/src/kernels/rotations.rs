@@ -18,6 +18,7 @@ pub struct PlaneRotation {
 }
 
 /// Width of the panels the AVX-512 path takes (four vectors of eight `f64`).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const WIDE: usize = 32;
 
 /// Applies `rotations` in order to the rows of `panel` (rows of `w` elements,

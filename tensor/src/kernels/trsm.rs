@@ -15,6 +15,7 @@
 //! portable path.
 
 use super::gemm::Scalar;
+#[cfg(target_arch = "x86_64")]
 use std::any::TypeId;
 
 /// The largest block the kernel solves against.
@@ -97,6 +98,7 @@ fn solve_block<T: Scalar + num_traits::Float>(
     for (j, v) in inv[..nb].iter_mut().enumerate() {
         *v = T::one() / l[j * ldl + j];
     }
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     let mut done = 0;
     #[cfg(target_arch = "x86_64")]
     if super::has_avx2_fma() {
@@ -138,6 +140,7 @@ fn solve_block<T: Scalar + num_traits::Float>(
 /// accumulators, 2 solved vectors, a broadcast), which was also faster than 2 × 4.
 /// The shape changes only which columns are solved together: each column's
 /// operations, and so its bits, are the same.
+#[cfg(target_arch = "x86_64")]
 macro_rules! simd_solve {
     ($name:ident, $feature:literal, $t:ty, $lanes:literal, $rows:expr, $vecs:expr,
      $load:ident, $store:ident, $set:ident, $mul:ident, $fnmadd:ident) => {

@@ -1,6 +1,6 @@
 //! The engine's own GEMM: `C ← α·A·B + β·C`, blocked and packed in the manner of
-//! Goto and BLIS, with register-tiled micro-kernels for AVX-512, AVX2/FMA and a
-//! portable fallback, chosen at run time.
+//! Goto and BLIS, with register-tiled micro-kernels for AVX-512, AVX2/FMA, aarch64
+//! NEON and a portable fallback, chosen at run time.
 //!
 //! Blocking. The depth k is cut into `⌈k / KC⌉` equal blocks (a function of k
 //! alone). For each depth block A is packed into panels of `MR` rows and B into
@@ -24,8 +24,14 @@
 //! reach its upper triangle (a blocked Cholesky's symmetric trailing update), the
 //! same bits on and above the diagonal.
 
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[macro_use]
+mod tiles;
+
 mod buffer;
 mod gather;
+#[cfg(target_arch = "aarch64")]
+mod neon;
 mod pack;
 mod portable;
 mod rows;
@@ -46,7 +52,7 @@ use buffer::Buffer;
 /// A micro-kernel and its tile.
 #[derive(Clone, Copy)]
 pub struct MicroKernel<T> {
-    /// The instruction set ("avx512", "avx2", "portable").
+    /// The instruction set ("avx512", "avx2", "neon", "portable").
     pub name: &'static str,
     /// Rows of the tile (the height of an A panel).
     pub mr: usize,
@@ -83,7 +89,7 @@ pub trait Scalar:
     /// The largest depth block (the same for every kernel of the type, so that they
     /// agree to the bit).
     const KC: usize;
-    /// The kernel this CPU runs (AVX-512, else AVX2/FMA, else portable; the
+    /// The kernel this CPU runs (AVX-512, else AVX2/FMA, else NEON, else portable; the
     /// portable one when `TENSOR_PORTABLE` is set).
     fn kernel() -> MicroKernel<Self>;
     /// Every kernel this CPU can run, the preferred first (for tests and benches
@@ -122,9 +128,16 @@ fn simd_twin<K>(chosen: &str, avx512: K, avx2: K) -> Option<K> {
     }
 }
 
+/// The NEON twin of the kernel named `chosen` (none for the portable kernel).
+#[cfg(target_arch = "aarch64")]
+fn neon_twin<K>(chosen: &str, neon: K) -> Option<K> {
+    (chosen == "neon").then_some(neon)
+}
+
 macro_rules! scalar_impl {
     ($t:ty, $avx512:ident, $avx2:ident, $avx512_rows:ident, $avx2_rows:ident,
-     $avx512_gather:ident, $avx2_gather:ident) => {
+     $avx512_gather:ident, $avx2_gather:ident, $neon:ident, $neon_rows:ident,
+     $neon_gather:ident) => {
         impl Scalar for $t {
             const ZERO: $t = 0.0;
             const ONE: $t = 1.0;
@@ -152,13 +165,19 @@ macro_rules! scalar_impl {
                         out.push(simd::$avx2);
                     }
                 }
+                #[cfg(target_arch = "aarch64")]
+                if std::arch::is_aarch64_feature_detected!("neon") {
+                    out.push(neon::$neon);
+                }
                 out.push(portable::kernel());
                 out
             }
             fn row_kernel() -> Option<RowKernel<$t>> {
                 #[cfg(target_arch = "x86_64")]
                 return simd_twin(Self::kernel().name, simd::$avx512_rows, simd::$avx2_rows);
-                #[cfg(not(target_arch = "x86_64"))]
+                #[cfg(target_arch = "aarch64")]
+                return neon_twin(Self::kernel().name, neon::$neon_rows);
+                #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
                 None
             }
             fn gather_kernel() -> Option<GatherKernel<$t>> {
@@ -168,7 +187,9 @@ macro_rules! scalar_impl {
                     simd::$avx512_gather,
                     simd::$avx2_gather,
                 );
-                #[cfg(not(target_arch = "x86_64"))]
+                #[cfg(target_arch = "aarch64")]
+                return neon_twin(Self::kernel().name, neon::$neon_gather);
+                #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
                 None
             }
             fn fused_mul_add(a: $t, b: $t, c: $t) -> $t {
@@ -184,7 +205,10 @@ scalar_impl!(
     F32_AVX512_ROWS,
     F32_AVX2_ROWS,
     F32_AVX512_GATHER,
-    F32_AVX2_GATHER
+    F32_AVX2_GATHER,
+    F32_NEON,
+    F32_NEON_ROWS,
+    F32_NEON_GATHER
 );
 scalar_impl!(
     f64,
@@ -193,7 +217,10 @@ scalar_impl!(
     F64_AVX512_ROWS,
     F64_AVX2_ROWS,
     F64_AVX512_GATHER,
-    F64_AVX2_GATHER
+    F64_AVX2_GATHER,
+    F64_NEON,
+    F64_NEON_ROWS,
+    F64_NEON_GATHER
 );
 
 /// Rows of C per block of a task: the packed A block (`MC × KC`) stays in L2.

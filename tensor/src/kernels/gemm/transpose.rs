@@ -4,6 +4,7 @@
 //! transposes, in 8 × 8 register blocks on AVX2 (4 × 4 for `f64`).
 
 use super::Scalar;
+#[cfg(target_arch = "x86_64")]
 use std::any::TypeId;
 
 /// Packs the transpose of a block: `out[p·w + j] = data[start + j·ld + p]` for
@@ -47,6 +48,7 @@ pub fn pack_transposed_rows<'a, T: Scalar>(
         "pack_transposed: panel too small"
     );
     let row = |j: usize| -> &[T] { &row(j)[..kc] };
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     let mut j0 = 0;
     #[cfg(target_arch = "x86_64")]
     if super::super::has_avx2_fma() {
