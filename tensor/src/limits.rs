@@ -7,8 +7,10 @@ use crate::error::{Error, Result};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The default cap: 2³⁰ elements (8 GiB of f64, 4 GiB of f32), well under the
-/// memory of the machines this engine targets and far above any model it trains.
-pub const DEFAULT_MAX_ELEMENTS: usize = 1 << 30;
+/// memory of the machines this engine targets and far above any model it trains;
+/// on 32-bit targets (wasm32), whose whole address space is 4 GiB, 2²⁷ (1 GiB of
+/// f64).
+pub const DEFAULT_MAX_ELEMENTS: usize = if usize::BITS >= 64 { 1 << 30 } else { 1 << 27 };
 
 static MAX_ELEMENTS: AtomicUsize = AtomicUsize::new(DEFAULT_MAX_ELEMENTS);
 

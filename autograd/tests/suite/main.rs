@@ -11,3 +11,4 @@ mod gradcheck_linalg_fft;
 mod gradcheck_ops;
 mod gradcheck_property;
 mod higher_order;
+mod platform_bits;

@@ -385,7 +385,8 @@ impl Checkpoint {
 pub struct Limits {
     /// Largest accepted JSON header, in bytes.
     pub max_header_bytes: usize,
-    /// Largest accepted tensor, in elements.
+    /// Largest accepted tensor, in elements (by default 2³², or any size a 32-bit
+    /// target can address).
     pub max_elements: usize,
 }
 
@@ -393,7 +394,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_header_bytes: 100 << 20,
-            max_elements: 1 << 32,
+            max_elements: usize::try_from(1u64 << 32).unwrap_or(usize::MAX),
         }
     }
 }

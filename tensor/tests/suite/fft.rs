@@ -307,7 +307,7 @@ fn reusable_plans_refuse_bad_lengths() {
     use tensor::fft::FftPlan;
     let e = FftPlan::<f32>::new(0).err().unwrap().to_string();
     assert!(e.contains("positive"), "{e}");
-    assert!(FftPlan::<f64>::new(1 << 40).is_err());
+    assert!(FftPlan::<f64>::new(usize::MAX / 4).is_err());
     let mut plan = FftPlan::<f64>::new(8).unwrap();
     let (mut re, mut im) = (vec![0.0; 8], vec![0.0; 7]);
     assert!(plan.forward(&mut re, &mut im).is_err());
