@@ -27,6 +27,7 @@ macro_rules! wrappers {
         /// `p` starts a vector's worth of readable elements.
         #[inline(always)]
         unsafe fn $load(p: *const $t) -> $v {
+            // SAFETY: the caller guarantees the vector's reach.
             unsafe { $vld(p) }
         }
         /// Stores `v` at `p`.
@@ -35,6 +36,7 @@ macro_rules! wrappers {
         /// `p` starts a vector's worth of writable elements.
         #[inline(always)]
         unsafe fn $store(p: *mut $t, v: $v) {
+            // SAFETY: the caller guarantees the vector's reach.
             unsafe { $vst(p, v) }
         }
         /// `x` in every lane.
