@@ -3,6 +3,7 @@
 use super::csv::parse_csv;
 use super::dataset::{Dataset, Targets};
 use super::idx::{mnist_dataset, parse_idx_any, MAX_INFLATED_BYTES, MNIST_FILES};
+use super::qm9::{self, Molecule};
 use tensor::{Result, Tensor};
 
 const DIGITS: &str = include_str!("../../data/digits.csv");
@@ -14,6 +15,8 @@ const MNIST_GZ: [&[u8]; 4] = [
     include_bytes!("../../data/mnist/t10k-images-idx3-ubyte.gz"),
     include_bytes!("../../data/mnist/t10k-labels-idx1-ubyte.gz"),
 ];
+/// The seeded 20,000-molecule subset of QM9 of `data/qm9/` (gzip CSV).
+const QM9_GZ: &[u8] = include_bytes!("../../data/qm9/qm9_subset.csv.gz");
 
 /// UCI optical handwritten digits: 1797 samples of 64 pixels (0..16, divided by 16
 /// here), 10 classes.
@@ -63,4 +66,10 @@ pub fn mnist() -> Result<(Dataset, Dataset)> {
         mnist_dataset(&a?, &b?, "mnist/train")?,
         mnist_dataset(&c?, &d?, "mnist/t10k")?,
     ))
+}
+
+/// The 20,000 QM9 molecules of `data/qm9/` (see its README), in the file's seeded
+/// random order.
+pub fn qm9() -> Result<Vec<Molecule>> {
+    qm9::parse(QM9_GZ, "qm9/qm9_subset.csv.gz")
 }

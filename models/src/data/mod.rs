@@ -12,6 +12,8 @@ pub mod gaussian;
 pub mod idx;
 pub mod mixture;
 pub mod molecules;
+pub mod qm9;
+pub mod radial;
 pub mod tabular;
 pub mod toy;
 

@@ -8,19 +8,17 @@
 //! Σᵢ κ (cᵢ − c̄)² with cᵢ = Σⱼ exp(−(rᵢⱼ/1.6)⁴) (which no sum of pair terms can
 //! represent, so the features' linear span does not contain the energy).
 //!
-//! Features: for each unordered pair of kinds, Gaussian radial basis functions of
-//! the pair distances, summed over the pairs (a radial distribution function), plus
-//! the count of each kind.
+//! Features: the invariant radial features of [`super::radial`] (the same as QM9's
+//! in `closed-form-regression`).
 
 use super::dataset::{Dataset, Targets};
+use super::radial::{self, distance as dist};
 use tensor::{Result, Rng, Tensor};
 
 /// Atom kinds.
 const KINDS: usize = 3;
-/// Radial basis functions per pair of kinds.
-pub const RBF: usize = 16;
 /// Features per molecule: RBFs for each of the 6 kind pairs, plus 3 counts.
-pub const FEATURES: usize = KINDS * (KINDS + 1) / 2 * RBF + KINDS;
+pub const FEATURES: usize = radial::feature_count(KINDS);
 
 /// Morse parameters (D, a, r₀) for kinds (i, j), i ≤ j.
 fn morse(i: usize, j: usize) -> (f64, f64, f64) {
@@ -32,12 +30,6 @@ fn morse(i: usize, j: usize) -> (f64, f64, f64) {
         (1, 2) => (4.6, 2.2, 0.96),
         _ => (1.5, 2.6, 1.48),
     }
-}
-
-fn pair_index(i: usize, j: usize) -> usize {
-    let (a, b) = (i.min(j), i.max(j));
-    // Index of (a, b) among the pairs (0,0), (0,1), (0,2), (1,1), (1,2), (2,2).
-    a * KINDS - a * (a + 1) / 2 + b
 }
 
 /// One molecule: kinds and positions.
@@ -76,10 +68,6 @@ fn molecule(rng: &mut Rng) -> Result<(Vec<usize>, Vec<[f64; 3]>)> {
     Ok((kinds, pos))
 }
 
-fn dist(a: &[f64; 3], b: &[f64; 3]) -> f64 {
-    ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2) + (a[2] - b[2]).powi(2)).sqrt()
-}
-
 /// The energy of a configuration.
 pub fn energy(kinds: &[usize], pos: &[[f64; 3]]) -> f64 {
     let n = kinds.len();
@@ -100,20 +88,7 @@ pub fn energy(kinds: &[usize], pos: &[[f64; 3]]) -> f64 {
 
 /// The invariant features of a configuration.
 pub fn features(kinds: &[usize], pos: &[[f64; 3]]) -> Vec<f64> {
-    let mut f = vec![0.0; FEATURES];
-    let width = 0.25;
-    for i in 0..kinds.len() {
-        f[KINDS * (KINDS + 1) / 2 * RBF + kinds[i]] += 1.0;
-        for j in i + 1..kinds.len() {
-            let r = dist(&pos[i], &pos[j]);
-            let base = pair_index(kinds[i], kinds[j]) * RBF;
-            for k in 0..RBF {
-                let mu = 0.7 + 4.3 * k as f64 / (RBF - 1) as f64;
-                f[base + k] += (-(r - mu).powi(2) / (2.0 * width * width)).exp();
-            }
-        }
-    }
-    f
+    radial::features(kinds, pos, KINDS)
 }
 
 /// `n` molecules: features `[n, FEATURES]` and energies `[n, 1]`, seeded.

@@ -653,6 +653,45 @@ fn closed_form_regression_tests_the_claim_against_the_papers_baselines() {
     let both = config(&["--epochs", "2", "--steps", "5"], &dir);
     let err = closed_form::regression::run(&both).unwrap_err().to_string();
     assert!(err.contains("--epochs and --steps"), "{err}");
+    for (bad, needle) in [
+        (&["--datasets", "qm10"][..], "got 'qm10'"),
+        (&["--datasets", ""], "--datasets is empty"),
+        (
+            &["--datasets", "qm9", "--molecules", "20001"],
+            "the subset holds 20000",
+        ),
+        (&["--datasets", "qm9", "--qm9-target", "u1"], "--qm9-target"),
+    ] {
+        let err = closed_form::regression::run(&config(bad, &dir))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(needle), "{bad:?}: {err}");
+    }
+    // QM9, both targets: the tables name the data set and its size.
+    for target in ["u0", "gap"] {
+        let qm9 = config(
+            &[
+                "--datasets",
+                "qm9",
+                "--qm9-target",
+                target,
+                "--molecules",
+                "60",
+                "--epochs",
+                "1",
+                "--batches",
+                "16",
+                "--seeds",
+                "1",
+            ],
+            &dir,
+        );
+        let tables = closed_form::regression::run(&qm9).unwrap();
+        assert!(tables[1].title.contains("QM9"), "{}", tables[1].title);
+        assert!(tables[1]
+            .title
+            .contains("48 train / 12 test molecules, 245 invariant"));
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

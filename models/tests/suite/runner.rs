@@ -19,6 +19,19 @@ fn shipped_datasets_have_their_documented_sizes() {
     let b = builtin::diabetes().unwrap();
     assert_eq!(b.x.shape(), &[442, 10]);
     assert_eq!(b.values().unwrap().shape(), &[442, 1]);
+    let q = builtin::qm9().unwrap();
+    assert_eq!(q.len(), 20_000);
+    let mut indices: Vec<usize> = q.iter().map(|m| m.gdb_index).collect();
+    indices.sort();
+    indices.dedup();
+    assert_eq!(indices.len(), 20_000);
+    assert!(indices[0] >= 1 && indices[19_999] <= 133_885);
+    // Bound molecules: atomization energies within QM9's range (about −12 to −113 eV
+    // in this subset), and each molecule has a heavy atom.
+    assert!(q
+        .iter()
+        .all(|m| (-120.0..-5.0).contains(&m.atomization_ev())));
+    assert!(q.iter().all(|m| m.kinds.iter().any(|&k| k > 0)));
 }
 
 #[test]

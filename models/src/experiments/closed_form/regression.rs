@@ -1,6 +1,6 @@
 //! `closed-form-regression`: the proximal closed-form last layer against SGD, Adam
-//! and per-batch ridge on a synthetic molecular-energy regression (a QM9 stand-in)
-//! and on the diabetes set, across batch sizes.
+//! and per-batch ridge on molecular energies (a synthetic QM9 stand-in, or the
+//! shipped QM9 subset) and on the diabetes set, across batch sizes.
 
 use super::comparison::{
     selection_grids, settings, validation_split, Comparison, Selection, BUDGET_OPTIONS,
@@ -8,7 +8,7 @@ use super::comparison::{
 };
 use super::{Backbone, Method, Settings, Task};
 use crate::cli::RunConfig;
-use crate::data::{molecules, Dataset, Standardizer, Targets};
+use crate::data::{builtin, molecules, qm9, Dataset, Standardizer, Targets};
 use crate::experiments::diabetes;
 use crate::grid::Grid;
 use crate::report::evidence::Better;
@@ -27,10 +27,20 @@ pub const OPTIONS: &[(&str, &str)] = &[
     SELECTION_OPTIONS[2],
     (
         "molecules",
-        "molecules generated (quick 1500, full 10000), 20% held out",
+        "molecules generated, or drawn from the QM9 subset (quick 1500, full 10000), 20% held out",
     ),
-    ("datasets", "molecules, diabetes or both (both)"),
+    (
+        "datasets",
+        "any of molecules, qm9, diabetes, comma-separated; both = molecules,diabetes (both)",
+    ),
+    (
+        "qm9-target",
+        "QM9's target: u0 (atomization energy at 0 K) or gap (HOMO-LUMO gap), eV (u0)",
+    ),
 ];
+
+/// The data sets `--datasets` may name, in the order they run.
+const DATASETS: [&str; 3] = ["molecules", "qm9", "diabetes"];
 
 /// The methods compared, in table order: each backbone optimiser on the whole
 /// network, and under each closed-form head.
@@ -45,7 +55,13 @@ const METHODS: [Method; 6] = [
 
 /// The molecular-energy data, standardised on the training split.
 pub(super) fn molecule_data(n: usize) -> Result<(Dataset, Dataset, Standardizer)> {
-    let (train, test) = molecules::generate(n, 7)?.split(0.2, &mut Rng::new(11))?;
+    standardised_split(molecules::generate(n, 7)?)
+}
+
+/// `data` split 80 / 20 (seeded), both parts standardised with the statistics of the
+/// training part, and the targets' standardiser.
+fn standardised_split(data: Dataset) -> Result<(Dataset, Dataset, Standardizer)> {
+    let (train, test) = data.split(0.2, &mut Rng::new(11))?;
     let xs = Standardizer::fit(&train.x)?;
     let ys = Standardizer::fit(train.values()?)?;
     let norm = |d: &Dataset| -> Result<Dataset> {
@@ -63,10 +79,12 @@ struct Options {
     settings: Settings,
     /// Batch sizes, 0 = full batch.
     batches: Vec<usize>,
-    /// Molecules generated, when the molecular data set is run.
-    molecules: Option<usize>,
-    /// Run the diabetes set.
-    diabetes: bool,
+    /// The data sets run, in [`DATASETS`] order.
+    datasets: Vec<&'static str>,
+    /// Molecules generated, or drawn from the QM9 subset.
+    molecules: usize,
+    /// QM9's regression target.
+    qm9_target: qm9::Target,
     /// The validation grids: (λ, β, learning-rate factors).
     grids: (Vec<f64>, Vec<f64>, Vec<f64>),
     /// Steps each validation grid may grow past an edge, per side.
@@ -79,24 +97,37 @@ impl Options {
         cfg.check_known("closed-form-regression", OPTIONS)?;
         let settings = settings(cfg, vec![128, 128], (8, 50))?;
         let batches: Vec<usize> = cfg.opt_list("batches", &[8, 32, 128, 0])?;
-        let which: String = cfg.opt("datasets", "both".to_string())?;
-        if !["both", "molecules", "diabetes"].contains(&which.as_str()) {
+        let named: Vec<String> = cfg.opt_list("datasets", &["both".to_string()])?;
+        let mut wanted = Vec::new();
+        for name in &named {
+            match name.as_str() {
+                "both" => wanted.extend(["molecules", "diabetes"]),
+                n if DATASETS.contains(&n) => wanted.push(n),
+                _ => {
+                    return Err(Error::value(
+                        "closed-form-regression",
+                        format!("--datasets takes molecules, qm9, diabetes or both, got '{name}'"),
+                    ))
+                }
+            }
+        }
+        if wanted.is_empty() {
             return Err(Error::value(
                 "closed-form-regression",
-                format!("--datasets must be molecules, diabetes or both, got '{which}'"),
+                "--datasets is empty: name at least one of molecules, qm9, diabetes",
             ));
         }
+        let datasets = DATASETS
+            .into_iter()
+            .filter(|d| wanted.contains(d))
+            .collect();
         let grids = selection_grids(cfg)?;
-        let molecules = if which != "diabetes" {
-            Some(cfg.opt("molecules", if cfg.quick { 1500usize } else { 10000 })?)
-        } else {
-            None
-        };
         Ok(Options {
             settings,
             batches,
-            molecules,
-            diabetes: which != "molecules",
+            datasets,
+            molecules: cfg.opt_positive("molecules", if cfg.quick { 1500 } else { 10000 })?,
+            qm9_target: cfg.opt("qm9-target", qm9::Target::AtomizationEnergy)?,
             grids,
             extensions: crate::train::choice::extensions(cfg.quick),
         })
@@ -115,33 +146,38 @@ struct Data {
     ys: Standardizer,
 }
 
-/// The data sets `o` selects: the molecules, then the diabetes set.
+/// The data sets `o` selects, in [`DATASETS`] order.
 fn datasets(o: &Options) -> Result<Vec<Data>> {
     let mut data = Vec::new();
-    if let Some(n) = o.molecules {
-        let (train, test, ys) = molecule_data(n)?;
-        data.push(Data {
-            key: "molecules",
-            name: format!(
-                "molecular energy ({} train / {} test molecules, {} invariant features)",
-                train.len(),
-                test.len(),
-                molecules::FEATURES
+    for &key in &o.datasets {
+        let ((train, test, ys), name) = match key {
+            "molecules" => (molecule_data(o.molecules)?, "synthetic molecular energy"),
+            "qm9" => (
+                standardised_split(qm9::dataset(&builtin::qm9()?, o.molecules, o.qm9_target)?)?,
+                match o.qm9_target {
+                    qm9::Target::AtomizationEnergy => "QM9 atomization energy at 0 K in eV",
+                    qm9::Target::Gap => "QM9 HOMO-LUMO gap in eV",
+                },
             ),
-            train,
-            test,
-            ys,
-        });
-    }
-    if o.diabetes {
-        let (train, test, ys) = diabetes::split()?;
-        data.push(Data {
-            key: "diabetes",
-            name: format!(
-                "diabetes ({} train / {} test patients)",
+            _ => (diabetes::split()?, "diabetes"),
+        };
+        let name = if key == "diabetes" {
+            format!(
+                "{name} ({} train / {} test patients)",
                 train.len(),
                 test.len()
-            ),
+            )
+        } else {
+            format!(
+                "{name} ({} train / {} test molecules, {} invariant features)",
+                train.len(),
+                test.len(),
+                train.x.shape()[1]
+            )
+        };
+        data.push(Data {
+            key,
+            name,
             train,
             test,
             ys,
