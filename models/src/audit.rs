@@ -3,11 +3,11 @@
 //! threads with tracing on and names the first op where the runs part.
 
 use crate::cli::RunConfig;
+use crate::error::{Error, Result};
 use crate::experiments::{run_experiment, Experiment};
 use crate::provenance::run_description;
 use autograd::trace::{diff, header_differences, traced, Divergence, Trace};
 use std::path::Path;
-use tensor::{Error, Result};
 
 /// Compares two trace files: where they part, and the header entries (options,
 /// build, machine, kernel path) in which the two runs differ — all but the command
@@ -30,10 +30,9 @@ pub fn determinism_check(
     threads: &[usize],
 ) -> Result<Vec<(usize, Divergence)>> {
     if threads.len() < 2 || threads.contains(&0) {
-        return Err(Error::value(
-            "determinism-check",
-            format!("needs at least two positive thread counts, got {threads:?}"),
-        ));
+        return Err(Error::usage(format!(
+            "needs at least two positive thread counts, got {threads:?}"
+        )));
     }
     let mut quick = cfg.clone();
     quick.quick = true;
@@ -46,12 +45,7 @@ pub fn determinism_check(
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(n)
             .build()
-            .map_err(|err| {
-                Error::value(
-                    "determinism-check",
-                    format!("cannot start {n} threads: {err}"),
-                )
-            })?;
+            .map_err(|err| Error::usage(format!("cannot start {n} threads: {err}")))?;
         let path = dir.path.join(format!("{}-{n}threads.trace.csv", e.name));
         let mut run = quick.clone();
         run.trace = None;
@@ -59,7 +53,7 @@ pub fn determinism_check(
         let header = run_description(e.name, e.options, &run);
         pool.install(|| {
             traced(&path, cfg.trace_values_step, header, || {
-                run_experiment(e, &run)
+                Ok(run_experiment(e, &run)?)
             })
         })?;
         traces.push((n, Trace::read(&path)?));

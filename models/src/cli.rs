@@ -1,11 +1,11 @@
 //! Command-line options shared by every experiment.
 
+use crate::error::{Error, Result};
 use crate::report::{Metrics, Role, RunDir};
 use crate::sweep::{CellValue, Shard, Sweep};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use tensor::{Error, Result};
 
 /// Options of one run: the common ones, plus experiment-specific `--key value` pairs.
 #[derive(Clone, Debug)]
@@ -71,7 +71,7 @@ impl Default for RunConfig {
 
 fn parse_num<T: std::str::FromStr>(key: &str, v: &str) -> Result<T> {
     v.parse()
-        .map_err(|_| Error::value("models", format!("--{key} expects a number, got '{v}'")))
+        .map_err(|_| Error::usage(format!("--{key} expects a number, got '{v}'")))
 }
 
 impl RunConfig {
@@ -81,23 +81,22 @@ impl RunConfig {
         let mut given = std::collections::BTreeSet::new();
         let mut i = 0;
         while i < args.len() {
-            let arg = args[i].strip_prefix("--").ok_or_else(|| {
-                Error::value("models", format!("unexpected argument '{}'", args[i]))
-            })?;
+            let arg = args[i]
+                .strip_prefix("--")
+                .ok_or_else(|| Error::usage(format!("unexpected argument '{}'", args[i])))?;
             // `--key=value` or `--key value`.
             let (key, inline) = match arg.split_once('=') {
                 Some((k, v)) => (k.to_string(), Some(v.to_string())),
                 None => (arg.to_string(), None),
             };
             if !given.insert(key.clone()) {
-                return Err(Error::value(
-                    "models",
-                    format!("--{key} is given twice: give each option once"),
-                ));
+                return Err(Error::usage(format!(
+                    "--{key} is given twice: give each option once"
+                )));
             }
             match key.as_str() {
                 "quick" | "quiet" if inline.is_some() => {
-                    return Err(Error::value("models", format!("--{key} takes no value")))
+                    return Err(Error::usage(format!("--{key} takes no value")))
                 }
                 "quick" => {
                     cfg.quick = true;
@@ -109,9 +108,8 @@ impl RunConfig {
                         Some(v) => v,
                         None => {
                             i += 1;
-                            args.get(i).ok_or_else(|| {
-                                Error::value("models", format!("--{key} needs a value"))
-                            })?
+                            args.get(i)
+                                .ok_or_else(|| Error::usage(format!("--{key} needs a value")))?
                         }
                     };
                     if !matches!(
@@ -126,7 +124,7 @@ impl RunConfig {
                         "seeds" => {
                             let n: usize = parse_num(&key, v)?;
                             if n == 0 {
-                                return Err(Error::value("models", "--seeds must be at least 1"));
+                                return Err(Error::usage("--seeds must be at least 1"));
                             }
                             cfg.seeds = Some(n)
                         }
@@ -144,8 +142,7 @@ impl RunConfig {
             i += 1;
         }
         if cfg.trace_values_step.is_some() && cfg.trace.is_none() {
-            return Err(Error::value(
-                "models",
+            return Err(Error::usage(
                 "--trace-values-step keeps values in the audit trace, so it needs --trace FILE",
             ));
         }
@@ -174,17 +171,14 @@ impl RunConfig {
         for k in self.extra.keys() {
             if !known.iter().any(|(n, _)| n == k) {
                 let list: Vec<&str> = known.iter().map(|(n, _)| *n).collect();
-                return Err(Error::value(
-                    "models",
-                    format!(
-                        "{experiment} has no option --{k} (its options: {})",
-                        if list.is_empty() {
-                            "none".into()
-                        } else {
-                            list.join(", ")
-                        }
-                    ),
-                ));
+                return Err(Error::usage(format!(
+                    "{experiment} has no option --{k} (its options: {})",
+                    if list.is_empty() {
+                        "none".into()
+                    } else {
+                        list.join(", ")
+                    }
+                )));
             }
         }
         Ok(())
@@ -201,7 +195,7 @@ impl RunConfig {
             None => Ok(default),
             Some(v) => v
                 .parse()
-                .map_err(|_| Error::value("models", format!("--{key}: cannot parse '{v}'"))),
+                .map_err(|_| Error::usage(format!("--{key}: cannot parse '{v}'"))),
         }
     }
 
@@ -219,7 +213,7 @@ impl RunConfig {
                 .map(|s| {
                     s.trim()
                         .parse()
-                        .map_err(|_| Error::value("models", format!("--{key}: cannot parse '{s}'")))
+                        .map_err(|_| Error::usage(format!("--{key}: cannot parse '{s}'")))
                 })
                 .collect(),
         }
@@ -230,10 +224,7 @@ impl RunConfig {
     pub fn opt_positive(&self, key: &str, default: usize) -> Result<usize> {
         let v: usize = self.opt(key, default)?;
         if v == 0 {
-            return Err(Error::value(
-                "models",
-                format!("--{key} must be at least 1, got 0"),
-            ));
+            return Err(Error::usage(format!("--{key} must be at least 1, got 0")));
         }
         Ok(v)
     }
@@ -245,14 +236,11 @@ impl RunConfig {
         (0..n as u64)
             .map(|i| {
                 self.seed.checked_add(i).ok_or_else(|| {
-                    Error::value(
-                        "models",
-                        format!(
-                            "--seed {} with {n} seeds runs past the largest seed, {}",
-                            self.seed,
-                            u64::MAX
-                        ),
-                    )
+                    Error::usage(format!(
+                        "--seed {} with {n} seeds runs past the largest seed, {}",
+                        self.seed,
+                        u64::MAX
+                    ))
                 })
             })
             .collect()
@@ -332,12 +320,10 @@ pub fn max_threads() -> usize {
 pub fn check_threads(n: usize) -> Result<usize> {
     let max = max_threads();
     if n == 0 {
-        return Err(Error::value("models", "--threads must be at least 1"));
+        return Err(Error::usage("--threads must be at least 1"));
     }
     if n > max {
-        return Err(Error::value(
-            "models",
-            format!(
+        return Err(Error::usage(format!(
                 "--threads {n}: at most {max} (8 per logical CPU available; set MODELS_MAX_THREADS to allow more)"
             ),
         ));

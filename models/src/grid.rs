@@ -7,9 +7,9 @@
 //! numbers and gives them back per seed, as "mean ± std" cells and as evidence.
 
 use crate::cli::RunConfig;
+use crate::error::Result;
 use crate::report::evidence::{Better, Claim, Evidence};
 use crate::report::{mean_std, Metrics};
-use tensor::{Error, Result};
 
 /// The named numbers one cell produced.
 pub type Numbers = Vec<(String, f64)>;
@@ -105,7 +105,7 @@ impl<'a> Grid<'a> {
     /// (NaN for a cell another shard runs).
     pub fn values(&self, arm: &str, setting: &str, name: &str) -> Result<Vec<f64>> {
         let missing = || {
-            Error::value(
+            tensor::Error::value(
                 "grid",
                 format!("no cell of arm '{arm}' at setting '{setting}' has a number '{name}'"),
             )
@@ -125,23 +125,24 @@ impl<'a> Grid<'a> {
                     .map(|(_, v)| *v)
                     .ok_or_else(missing)
             })
-            .collect::<Result<Vec<f64>>>()?;
+            .collect::<tensor::Result<Vec<f64>>>()?;
         Ok(values)
     }
 
     /// Every number of the cell (`arm`, `setting`, `seed`): empty for a cell
     /// another shard runs.
     pub fn numbers(&self, arm: &str, setting: &str, seed: u64) -> Result<&Numbers> {
-        self.cells
+        Ok(self
+            .cells
             .iter()
             .find(|c| c.arm == arm && c.setting == setting && c.seed == seed)
             .map(|c| &c.numbers)
             .ok_or_else(|| {
-                Error::value(
+                tensor::Error::value(
                     "grid",
                     format!("no cell of arm '{arm}' at setting '{setting}' and seed {seed}"),
                 )
-            })
+            })?)
     }
 
     /// "mean ± std" of `name` over the seeds, with `digits` decimals.

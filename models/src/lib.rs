@@ -28,6 +28,7 @@
 pub mod audit;
 pub mod cli;
 pub mod data;
+pub mod error;
 pub mod experiments;
 pub mod grid;
 pub mod provenance;

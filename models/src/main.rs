@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 use models::cli::RunConfig;
+use models::error::{Error, Result};
 use models::experiments::{demo, registry, run_experiment};
 
 const COMMON: &str = "common options: --seed N  --seeds N  --threads N  --quick  --out DIR (runs)  --data DIR  --quiet  --shard i/n (run the i-th of n slices of the grid, from 0; see merge)  --trace FILE (audit trace: every op, its shape and output hash)  --trace-values-step N (keep that step's values)";
@@ -68,25 +69,17 @@ fn experiment_help(e: &models::experiments::Experiment) -> String {
 }
 
 /// The registered experiment called `name`.
-fn find(name: &str) -> tensor::Result<models::experiments::Experiment> {
+fn find(name: &str) -> Result<models::experiments::Experiment> {
     registry()
         .into_iter()
         .find(|e| e.name == name)
-        .ok_or_else(|| {
-            tensor::Error::value(
-                "models",
-                format!("unknown experiment '{name}'; run `models list`"),
-            )
-        })
+        .ok_or_else(|| Error::usage(format!("unknown experiment '{name}'; run `models list`")))
 }
 
 /// `trace-diff A B`: prints where two traces part; fails (exit 1) when they do.
-fn trace_diff(args: &[String]) -> tensor::Result<bool> {
+fn trace_diff(args: &[String]) -> Result<bool> {
     let [a, b] = args else {
-        return Err(tensor::Error::value(
-            "trace-diff",
-            "usage: models trace-diff A.csv B.csv",
-        ));
+        return Err(Error::usage("usage: models trace-diff A.csv B.csv"));
     };
     let (d, differences) = models::audit::trace_diff(a.as_ref(), b.as_ref())?;
     for note in differences {
@@ -97,13 +90,10 @@ fn trace_diff(args: &[String]) -> tensor::Result<bool> {
 }
 
 /// `determinism-check EXP [options]`: EXP's quick setting at 1 and 2 threads.
-fn determinism_check(args: &[String]) -> tensor::Result<bool> {
-    let name = args.first().ok_or_else(|| {
-        tensor::Error::value(
-            "determinism-check",
-            "usage: models determinism-check EXP [options]",
-        )
-    })?;
+fn determinism_check(args: &[String]) -> Result<bool> {
+    let name = args
+        .first()
+        .ok_or_else(|| Error::usage("usage: models determinism-check EXP [options]"))?;
     let cfg = RunConfig::parse(&args[1..])?;
     let e = find(name)?;
     let mut same = true;
@@ -125,7 +115,7 @@ fn command_args(
     usage: &str,
     args: &[String],
     accepted: &[&str],
-) -> tensor::Result<CommandArgs> {
+) -> Result<CommandArgs> {
     let (mut positional, mut options) = (Vec::new(), Vec::new());
     let mut i = 0;
     while i < args.len() {
@@ -136,16 +126,15 @@ fn command_args(
                     None => {
                         i += 1;
                         let v = args.get(i).ok_or_else(|| {
-                            tensor::Error::value(command, format!("--{option} needs a value"))
+                            Error::usage(format!("{command}: --{option} needs a value"))
                         })?;
                         (option.to_string(), v.clone())
                     }
                 };
                 if !accepted.contains(&key.as_str()) {
-                    return Err(tensor::Error::value(
-                        command,
-                        format!("unknown option '--{key}' (usage: {usage})"),
-                    ));
+                    return Err(Error::usage(format!(
+                        "{command}: unknown option '--{key}' (usage: {usage})"
+                    )));
                 }
                 options.push((key, value));
             }
@@ -166,7 +155,7 @@ fn option<'a>(options: &'a [(String, String)], key: &str) -> Option<&'a str> {
 }
 
 /// `merge DIR... [--out DIR]`: rebuilds a sharded sweep's tables and plot.
-fn merge(args: &[String]) -> tensor::Result<()> {
+fn merge(args: &[String]) -> Result<()> {
     let usage = "models merge SHARD_DIR... [--out DIR]";
     let (dirs, options) = command_args("merge", usage, args, &["out"])?;
     let out = option(&options, "out").unwrap_or("runs");
@@ -178,31 +167,31 @@ fn merge(args: &[String]) -> tensor::Result<()> {
 }
 
 /// `resume SHARD_DIR [--threads N]`: finishes a killed shard.
-fn resume(args: &[String]) -> tensor::Result<()> {
+fn resume(args: &[String]) -> Result<()> {
     let usage = "models resume SHARD_DIR [--threads N]";
     let (dirs, options) = command_args("resume", usage, args, &["threads"])?;
     let [dir] = dirs.as_slice() else {
-        return Err(tensor::Error::value("resume", format!("usage: {usage}")));
+        return Err(Error::usage(format!("usage: {usage}")));
     };
     let mut pool = rayon::ThreadPoolBuilder::new();
     if let Some(n) = option(&options, "threads") {
-        let n: usize = n.parse().map_err(|_| {
-            tensor::Error::value("resume", format!("--threads expects a count, got '{n}'"))
-        })?;
+        let n: usize = n
+            .parse()
+            .map_err(|_| Error::usage(format!("resume: --threads expects a count, got '{n}'")))?;
         pool = pool.num_threads(models::cli::check_threads(n)?);
     }
     let pool = pool.build().map_err(|e| {
-        tensor::Error::value("models", format!("cannot start the worker threads: {e}"))
+        tensor::Error::limit("threads", format!("cannot start the worker threads: {e}"))
     })?;
     pool.install(|| models::experiments::resume(dir.as_ref()))
 }
 
 /// `keep RUN_DIR [--as SETTING] [--results DIR]`: a new results/ entry.
-fn keep(args: &[String]) -> tensor::Result<()> {
+fn keep(args: &[String]) -> Result<()> {
     let usage = "models keep RUN_DIR [--as SETTING] [--results DIR]";
     let (dirs, options) = command_args("keep", usage, args, &["as", "results"])?;
     let [dir] = dirs.as_slice() else {
-        return Err(tensor::Error::value("keep", format!("usage: {usage}")));
+        return Err(Error::usage(format!("usage: {usage}")));
     };
     let root = option(&options, "results").map_or_else(models::results::default_root, Into::into);
     let entry = models::results::keep::keep(dir.as_ref(), &root, option(&options, "as"))?;
@@ -211,19 +200,19 @@ fn keep(args: &[String]) -> tensor::Result<()> {
 }
 
 /// `report [DIR]`: the claims table from results/.
-fn report(args: &[String]) -> tensor::Result<()> {
+fn report(args: &[String]) -> Result<()> {
     let usage = "models report [RESULTS_DIR] [--readme FILE]";
     let (dirs, options) = command_args("report", usage, args, &["readme"])?;
     let root = match dirs.as_slice() {
         [] => models::results::default_root(),
         [d] => d.into(),
-        _ => return Err(tensor::Error::value("report", format!("usage: {usage}"))),
+        _ => return Err(Error::usage(format!("usage: {usage}"))),
     };
     let tables = models::results::claims::report(&root)?;
     let report = models::results::claims::render(&tables);
     print!("{report}");
     if let Some(path) = option(&options, "readme") {
-        let io = |e: std::io::Error| tensor::Error::io(path.to_string(), &e);
+        let io = |e: std::io::Error| Error::Engine(tensor::Error::io(path.to_string(), &e));
         let readme = std::fs::read_to_string(path).map_err(io)?;
         std::fs::write(
             path,
@@ -242,7 +231,7 @@ fn report(args: &[String]) -> tensor::Result<()> {
     Ok(())
 }
 
-fn run(args: &[String]) -> tensor::Result<()> {
+fn run(args: &[String]) -> Result<()> {
     let name = args.first().map(String::as_str).unwrap_or("list");
     let rest = &args[args.len().min(1)..];
     if matches!(name, "--version" | "-V") {
@@ -294,7 +283,7 @@ fn run(args: &[String]) -> tensor::Result<()> {
         pool = pool.num_threads(n);
     }
     let pool = pool.build().map_err(|e| {
-        tensor::Error::value("models", format!("cannot start the worker threads: {e}"))
+        tensor::Error::limit("threads", format!("cannot start the worker threads: {e}"))
     })?;
     // The experiment runs on a worker of the pool, not beside it: on a machine with
     // as many cores as workers, a separate main thread would compete with workers
@@ -302,7 +291,7 @@ fn run(args: &[String]) -> tensor::Result<()> {
     pool.install(|| dispatch(name, &cfg))
 }
 
-fn dispatch(name: &str, cfg: &RunConfig) -> tensor::Result<()> {
+fn dispatch(name: &str, cfg: &RunConfig) -> Result<()> {
     match name {
         "list" | "help" | "--help" | "-h" => print!("{}", usage()),
         "demo" => {
@@ -318,10 +307,11 @@ fn dispatch(name: &str, cfg: &RunConfig) -> tensor::Result<()> {
     Ok(())
 }
 
+/// Exit status 2 for a usage mistake (the command line), 1 for any other error.
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Err(e) = run(&args) {
         eprintln!("error: {e}");
-        std::process::exit(2);
+        std::process::exit(if e.is_usage() { 2 } else { 1 });
     }
 }

@@ -3,13 +3,14 @@
 
 use crate::cli::RunConfig;
 use crate::data::{builtin, Dataset, Standardizer, Targets};
+use crate::error::Result;
 use crate::grid::{Grid, Numbers};
 use crate::report::{Metrics, Plot, Table};
 use crate::train::{batch_x, fit, FitSettings, OptimizerKind};
 use autograd::Var;
 use nn::{loss, Activation, Mlp, Module, ParamStore};
 use optim::Schedule;
-use tensor::{Result, Rng, Tensor};
+use tensor::{Rng, Tensor};
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
@@ -28,10 +29,10 @@ pub fn split() -> Result<(Dataset, Dataset, Standardizer)> {
     let xs = Standardizer::fit(&train.x)?;
     let ys = Standardizer::fit(train.values()?)?;
     let norm = |d: &Dataset| -> Result<Dataset> {
-        Dataset::new(
+        Ok(Dataset::new(
             xs.transform(&d.x)?,
             Targets::Values(ys.transform(d.values()?)?),
-        )
+        )?)
     };
     Ok((norm(&train)?, norm(&test)?, ys))
 }
@@ -187,7 +188,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             grid.mean_std(arm, "", "seconds", 2)?,
         ]);
     }
-    cfg.run_dir("diabetes")?.finish(
+    Ok(cfg.run_dir("diabetes")?.finish(
         "diabetes",
         Plot::Curves {
             title: "diabetes: MLP regression",
@@ -197,5 +198,5 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         },
         model_tensors,
         vec![table],
-    )
+    )?)
 }

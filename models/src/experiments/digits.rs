@@ -5,13 +5,14 @@
 use super::images::{self, ImageSet};
 use crate::cli::RunConfig;
 use crate::data::Dataset;
+use crate::error::Result;
 use crate::grid::Grid;
 use crate::report::{Metrics, Plot, Table};
 use crate::train::{batch_x, fit, FitSettings, OptimizerKind};
 use autograd::Var;
 use nn::{loss, Activation, Mlp, Module, ParamStore};
 use optim::Schedule;
-use tensor::{Result, Rng};
+use tensor::Rng;
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
@@ -209,7 +210,7 @@ fn run_on(
             grid.mean_std(&tag, "", "seconds", 2)?,
         ]);
     }
-    cfg.run_dir(name)?.finish(
+    Ok(cfg.run_dir(name)?.finish(
         name,
         Plot::Curves {
             title: &format!("{name}: MLP classifier"),
@@ -219,5 +220,5 @@ fn run_on(
         },
         model_tensors,
         vec![table],
-    )
+    )?)
 }

@@ -17,6 +17,7 @@
 use crate::cli::RunConfig;
 use crate::data::burgers::cache::{load_or_generate, Source};
 use crate::data::burgers::{convergence_check, BurgersConfig};
+use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::report::evidence::{Better, Claim, Evidence};
 use crate::report::{Metrics, Plot, Table};
@@ -30,7 +31,7 @@ use nn::{loss, Fno, FnoConfig, Module, ParamStore};
 use optim::closed_form::{ClosedFormHead, ClosedFormTrainer, HeadRule, Order, SolveForm};
 use optim::{Adam, AdamConfig, Optimizer, Schedule, Sgd, SgdConfig};
 use std::time::Instant;
-use tensor::{Error, Result, Rng, Tensor};
+use tensor::{Rng, Tensor};
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
@@ -216,7 +217,7 @@ fn predict(
         })?;
         parts.push(out.value().clone());
     }
-    Tensor::cat(&parts.iter().collect::<Vec<_>>(), 0)
+    Ok(Tensor::cat(&parts.iter().collect::<Vec<_>>(), 0)?)
 }
 
 /// The test relative L2 error of predictions.
@@ -225,7 +226,7 @@ fn relative_error(pred: &Tensor<f32>, target: &Tensor<f32>) -> Result<f64> {
         &Var::constant(pred.cast::<f64>()),
         &Var::constant(target.cast::<f64>()),
     )?;
-    l.item()
+    Ok(l.item()?)
 }
 
 /// Trains one arm at one batch size and seed for `s.budget` on full batches,
@@ -249,9 +250,7 @@ pub fn train_arm(
         Budget::Steps(n) => n,
     };
     if batch == 0 || batch > train.len() || steps == 0 {
-        return Err(Error::value(
-            "fno-burgers",
-            format!(
+        return Err(Error::usage(format!(
                 "batch {batch} of {} training pairs, {steps} steps: both must be positive, the batch no larger than the set",
                 train.len(),
             ),
@@ -367,11 +366,11 @@ struct Operator<'a> {
 }
 
 impl Task for Operator<'_> {
-    fn set_lr_factor(&mut self, factor: f64) -> Result<()> {
+    fn set_lr_factor(&mut self, factor: f64) -> tensor::Result<()> {
         self.training.set_lr_factor(factor)
     }
 
-    fn step(&mut self, idx: &[usize]) -> Result<f64> {
+    fn step(&mut self, idx: &[usize]) -> tensor::Result<f64> {
         let (fno, method) = (self.fno, self.method);
         let (xb, yb) = self.train.rows(idx)?;
         let yb = yb.mul_scalar(self.scale);
@@ -394,7 +393,7 @@ impl Task for Operator<'_> {
         })
     }
 
-    fn evaluate(&mut self) -> Result<Vec<(String, f64)>> {
+    fn evaluate(&mut self) -> tensor::Result<Vec<(String, f64)>> {
         let pred =
             predict(self.fno, self.training.head(), &self.test.x)?.mul_scalar(1.0 / self.scale);
         let error = relative_error(&pred, &self.test.y)?;
@@ -458,8 +457,7 @@ impl Options {
                 },
                 budget: match cfg.has("steps") {
                     true if cfg.has("epochs") => {
-                        return Err(Error::value(
-                            "fno-burgers",
+                        return Err(Error::usage(
                             "--epochs and --steps are two budgets; give one",
                         ))
                     }
@@ -482,9 +480,7 @@ impl Options {
             || o.lambdas.is_empty()
             || o.betas.is_empty()
         {
-            return Err(Error::value(
-                "fno-burgers",
-                format!(
+            return Err(Error::usage(format!(
                     "needs test pairs, at least 5 training pairs (a fifth of them for validation), positive batch sizes no larger than the {} fitting pairs, and non-empty --lambdas and --betas",
                     n_train - n_val
                 ),
@@ -615,13 +611,13 @@ fn select(o: &Options, data: &Splits, seed: u64) -> Result<(Table, Chosen)> {
                 // the value; anything else is a real error.
                 match run {
                     Ok(r) => Ok(r.relative_l2),
-                    Err(Error::Numerical { .. }) => Ok(f64::NAN),
-                    Err(e) => Err(e),
+                    Err(Error::Engine(tensor::Error::Numerical { .. })) => Ok(f64::NAN),
+                    Err(e) => Err(e.into()),
                 }
             })?);
         }
         let failed = || {
-            Error::value(
+            tensor::Error::value(
                 "fno-burgers",
                 format!("every {} value failed", method.label()),
             )
@@ -629,7 +625,7 @@ fn select(o: &Options, data: &Splits, seed: u64) -> Result<(Table, Chosen)> {
         let best = choices
             .iter()
             .map(|c| c.best.ok_or_else(failed))
-            .collect::<Result<Vec<f64>>>()?;
+            .collect::<tensor::Result<Vec<f64>>>()?;
         for reg in scored_values(&choices) {
             let mut row = vec![method.label(), format!("{symbol} = {reg:e}")];
             row.extend(choices.iter().map(|c| match c.score(reg) {
@@ -772,7 +768,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let mut table = results_table(&o, &data, &chosen, &grid, "last")?;
     table.evidence = evidence(&o, &grid)?;
     let best = results_table(&o, &data, &chosen, &grid, "best")?;
-    cfg.run_dir("fno-burgers")?.finish(
+    Ok(cfg.run_dir("fno-burgers")?.finish(
         "fno-burgers",
         Plot::Curves {
             title: "fno-burgers",
@@ -785,5 +781,5 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         },
         model,
         vec![table, best, selection],
-    )
+    )?)
 }

@@ -7,7 +7,7 @@
 
 use crate::cli::RunConfig;
 use crate::data::{builtin, idx::load_mnist, Dataset};
-use tensor::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The option rows every experiment that reads images adds to its `OPTIONS`.
 pub const OPTIONS: [(&str, &str); 3] = [
@@ -42,10 +42,9 @@ impl ImageSet {
         match name {
             "mnist" => Ok(ImageSet::Mnist),
             "digits" => Ok(ImageSet::Digits),
-            _ => Err(Error::value(
-                "models",
-                format!("--dataset '{name}': expected mnist or digits"),
-            )),
+            _ => Err(Error::usage(format!(
+                "--dataset '{name}': expected mnist or digits"
+            ))),
         }
     }
 }
@@ -75,8 +74,7 @@ pub fn load(cfg: &RunConfig, default: ImageSet, sizes: (usize, usize)) -> Result
             (train, test, format!("IDX images from {}", dir.display()))
         }
         (Some(_), ImageSet::Digits) => {
-            return Err(Error::value(
-                "models",
+            return Err(Error::usage(
                 "--data reads MNIST-format IDX files; --dataset digits takes none",
             ))
         }
@@ -92,13 +90,14 @@ pub fn load(cfg: &RunConfig, default: ImageSet, sizes: (usize, usize)) -> Result
     let pixels = train.x.shape()[1];
     let side = (pixels as f64).sqrt().round() as usize;
     if side * side != pixels || test.x.shape()[1] != pixels {
-        return Err(Error::shape(
-            "models",
+        return Err(tensor::Error::shape(
+            "images",
             format!(
                 "images of {pixels} and {} pixels are not one square size",
                 test.x.shape()[1]
             ),
-        ));
+        )
+        .into());
     }
     let (train, train_note) = first(train, train_size)?;
     let (test, test_note) = first(test, test_size)?;

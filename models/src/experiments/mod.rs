@@ -13,11 +13,11 @@ mod sharding;
 pub mod vit;
 
 use crate::cli::RunConfig;
+use crate::error::{Error, Result};
 use crate::provenance::{run_description, Manifest};
 use crate::report::Table;
 use crate::sweep::Sweep;
 use std::sync::Arc;
-use tensor::Result;
 
 pub use sharding::{merge, resume};
 
@@ -235,14 +235,15 @@ pub fn run_experiment(e: &Experiment, cfg: &RunConfig) -> Result<Vec<Table>> {
         let mut inner = cfg.clone();
         inner.trace = None;
         let header = run_description(e.name, e.options, cfg);
-        return autograd::trace::traced(path, cfg.trace_values_step, header, || {
-            run_experiment(e, &inner)
-        });
+        return Ok(autograd::trace::traced(
+            path,
+            cfg.trace_values_step,
+            header,
+            || Ok(run_experiment(e, &inner)?),
+        )?);
     }
     if let (Some(dir), false) = (&cfg.data, e.reads_data) {
-        return Err(tensor::Error::value(
-            "models",
-            format!(
+        return Err(Error::usage(format!(
                 "{} reads no data, so --data {} would be ignored (the experiments that read --data: {})",
                 e.name,
                 dir.display(),
@@ -251,9 +252,7 @@ pub fn run_experiment(e: &Experiment, cfg: &RunConfig) -> Result<Vec<Table>> {
         ));
     }
     if let (Some(shard), false) = (cfg.shard, e.shards) {
-        return Err(tensor::Error::value(
-            "models",
-            format!(
+        return Err(Error::usage(format!(
                 "{} does not walk its grid cell by cell, so --shard {}/{} cannot split it (the experiments that shard: {})",
                 e.name,
                 shard.index,
@@ -313,13 +312,15 @@ pub fn demo(cfg: &RunConfig) -> Result<Vec<Table>> {
         return Err(tensor::Error::value(
             "demo",
             "the demo runs every experiment on its built-in data: --data is for one experiment",
-        ));
+        )
+        .into());
     }
     if cfg.shard.is_some() {
         return Err(tensor::Error::value(
             "demo",
             "the demo runs every experiment once: --shard is for one experiment's sweep",
-        ));
+        )
+        .into());
     }
     let mut quick = cfg.clone();
     quick.quick = true;

@@ -6,6 +6,7 @@
 //! held-out sentences.
 
 use crate::cli::RunConfig;
+use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::report::evidence::{Better, Claim, Evidence};
 use crate::report::{Metrics, Plot, Table};
@@ -24,7 +25,7 @@ use nn::{loss, ParamStore};
 use optim::llqr::{Geometry, PerturbationNorm};
 use optim::{Adam, AdamConfig, Optimizer, Schedule};
 use std::path::Path;
-use tensor::{Error, Result, Rng};
+use tensor::Rng;
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
@@ -80,7 +81,7 @@ pub struct Corpus {
 fn read_lines(dir: &Path, name: &str) -> Result<Vec<String>> {
     let path = dir.join(name);
     let what = path.display().to_string();
-    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&what, &e))?;
+    let text = std::fs::read_to_string(&path).map_err(|e| tensor::Error::io(&what, &e))?;
     Ok(text.lines().map(str::to_string).collect())
 }
 
@@ -90,14 +91,15 @@ fn read_pairs(dir: &Path, split: &str) -> Result<Vec<(String, String)>> {
         read_lines(dir, &format!("{split}.tgt"))?,
     );
     if src.len() != tgt.len() || src.is_empty() {
-        return Err(Error::format(
+        return Err(tensor::Error::format(
             dir.display().to_string(),
             format!(
                 "{split}.src has {} lines and {split}.tgt {}: they must be equal and non-zero",
                 src.len(),
                 tgt.len()
             ),
-        ));
+        )
+        .into());
     }
     Ok(src.into_iter().zip(tgt).collect())
 }
@@ -145,10 +147,9 @@ impl Optimiser {
             "adam" => Ok(Optimiser::Adam),
             "sam" => Ok(Optimiser::Sam),
             "llqr-sam" => Ok(Optimiser::LlqrSam),
-            _ => Err(Error::value(
-                "seq2seq",
-                format!("unknown optimiser '{name}': expected adam, sam or llqr-sam"),
-            )),
+            _ => Err(Error::usage(format!(
+                "unknown optimiser '{name}': expected adam, sam or llqr-sam"
+            ))),
         }
     }
 
@@ -272,13 +273,13 @@ struct Translation<'a> {
 }
 
 impl Task for Translation<'_> {
-    fn set_lr_factor(&mut self, factor: f64) -> Result<()> {
+    fn set_lr_factor(&mut self, factor: f64) -> tensor::Result<()> {
         self.training.set_lr_factor(factor)
     }
 
     /// The inner solve sees the inference-mode model (no dropout) and the training
     /// loss's label smoothing, as the authors' refresh does.
-    fn before_step(&mut self, step: usize, metrics: &mut Metrics) -> Result<()> {
+    fn before_step(&mut self, step: usize, metrics: &mut Metrics) -> tensor::Result<()> {
         let (model, train, smoothing) = (self.model, self.train, self.smoothing);
         let (rng, count) = (&mut self.precond_rng, self.precond_batch);
         self.training.refresh_if_due(
@@ -287,7 +288,9 @@ impl Task for Translation<'_> {
                 let pick = preconditioning_batch(rng, count, train.labels.len())?;
                 let labels = batch_labels(train, &pick);
                 Ok(Preconditioning {
-                    logits: Box::new(move || batch_logits(model, train, &pick).map(|(x, _)| x)),
+                    logits: Box::new(
+                        move || Ok(batch_logits(model, train, &pick).map(|(x, _)| x)?),
+                    ),
                     labels,
                     smoothing,
                     held_out: None,
@@ -297,7 +300,7 @@ impl Task for Translation<'_> {
         )
     }
 
-    fn step(&mut self, idx: &[usize]) -> Result<f64> {
+    fn step(&mut self, idx: &[usize]) -> tensor::Result<f64> {
         let (model, train, smoothing) = (self.model, self.train, self.smoothing);
         let loss = || {
             let (logits, labels) = batch_logits(model, train, idx)?;
@@ -443,7 +446,7 @@ impl Options {
             cfg.opt("test-pairs", if q { 200 } else { 1000 })?,
         )?;
         if corpus.test.is_empty() {
-            return Err(Error::value("seq2seq", "no held-out pairs"));
+            return Err(tensor::Error::value("seq2seq", "no held-out pairs").into());
         }
         let vocab = Vocab::build(
             corpus
@@ -460,8 +463,7 @@ impl Options {
             .collect::<Result<_>>()?;
         let settings = settings(cfg, &corpus, &vocab)?;
         if settings.epochs == 0 || settings.batch == 0 || optimisers.is_empty() {
-            return Err(Error::value(
-                "seq2seq",
+            return Err(Error::usage(
                 "--epochs, --batch and --optimisers must be non-empty",
             ));
         }
@@ -497,10 +499,9 @@ fn settings(cfg: &RunConfig, corpus: &Corpus, vocab: &Vocab) -> Result<Settings>
         "pre" => true,
         "post" => false,
         other => {
-            return Err(Error::value(
-                "seq2seq",
-                format!("--norm must be pre or post, got '{other}'"),
-            ))
+            return Err(Error::usage(format!(
+                "--norm must be pre or post, got '{other}'"
+            )))
         }
     };
     let longest = corpus
@@ -653,7 +654,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let mut metrics = Metrics::default();
     let named = arms(&o, &mut grid, (&mut t, &mut metrics))?;
     t.results.evidence.extend(evidence(&o, &grid, &named)?);
-    cfg.run_dir("seq2seq")?.finish(
+    Ok(cfg.run_dir("seq2seq")?.finish(
         "seq2seq",
         Plot::Curves {
             title: "seq2seq: training loss by epoch",
@@ -663,5 +664,5 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         },
         Vec::new(),
         vec![t.results, t.examples],
-    )
+    )?)
 }

@@ -4,12 +4,12 @@
 
 use super::{registry, run_experiment, Experiment};
 use crate::cli::RunConfig;
+use crate::error::{Error, Result};
 use crate::provenance::ManifestFile;
 use crate::report::{subfolders, Table};
 use crate::sweep::{self, journal, Journal, ShardFile, Sweep};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tensor::{Error, Result};
 
 /// After a sharded run: writes the shard's cells to `cells.txt`, drops its journal,
 /// and returns no tables (its tables hold placeholders). After a merge: checks that
@@ -36,7 +36,8 @@ pub(super) fn finish_sweep(
     };
     file.write(&dir.path)?;
     let journal = dir.path.join(journal::FILE);
-    std::fs::remove_file(&journal).map_err(|err| Error::io(journal.display().to_string(), &err))?;
+    std::fs::remove_file(&journal)
+        .map_err(|err| tensor::Error::io(journal.display().to_string(), &err))?;
     eprintln!(
         "{}: shard {}/{} ran {} of the {total} cells; `models merge` its folder with the other shards' for the tables: {}",
         e.name,
@@ -75,9 +76,7 @@ fn shard_folders(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
             }
         }
         if here.is_empty() {
-            return Err(Error::value(
-                "merge",
-                format!(
+            return Err(Error::refused("merge", format!(
                     "{} is neither a shard folder nor a sweep's folder: no cells.txt in it or two levels below",
                     path.display()
                 ),
@@ -97,7 +96,7 @@ fn shard_provenance(dirs: &[PathBuf]) -> Result<Vec<(String, String)>> {
         let m = ManifestFile::read(dir)?;
         let outcome = m.get("outcome")?;
         if !outcome.starts_with("completed") {
-            return Err(Error::value(
+            return Err(Error::refused(
                 "merge",
                 format!("{}: the shard's manifest says '{outcome}'", dir.display()),
             ));
@@ -118,9 +117,7 @@ fn shard_provenance(dirs: &[PathBuf]) -> Result<Vec<(String, String)>> {
         builds.push((dir, build));
     }
     if let Some((dir, build)) = builds.iter().find(|(_, b)| *b != builds[0].1) {
-        return Err(Error::value(
-            "merge",
-            format!(
+        return Err(Error::refused("merge", format!(
                 "{} was built from {build} but {} from {}: shards of one sweep must run the same code",
                 dir.display(),
                 builds[0].0.display(),
@@ -155,7 +152,7 @@ fn recorded_options(options: &[String], what: &'static str) -> Result<RunConfig>
             key,
             None | Some("out" | "threads" | "quiet" | "shard" | "trace" | "trace-values-step")
         ) {
-            return Err(Error::value(
+            return Err(Error::refused(
                 what,
                 format!(
                     "the recorded options hold '{o}', which no shard records: the file was edited"
@@ -171,7 +168,7 @@ fn find(name: &str, what: &'static str) -> Result<Experiment> {
         .into_iter()
         .find(|e| e.name == name)
         .ok_or_else(|| {
-            Error::value(
+            Error::refused(
                 what,
                 format!("the shards ran '{name}', which this build does not have"),
             )
@@ -186,7 +183,7 @@ fn find(name: &str, what: &'static str) -> Result<Experiment> {
 /// names the shards. Returns the tables.
 pub fn merge(paths: &[PathBuf], out: &Path) -> Result<Vec<Table>> {
     if paths.is_empty() {
-        return Err(Error::value(
+        return Err(Error::refused(
             "merge",
             "usage: models merge SHARD_DIR... (or the sweep's folder)",
         ));
@@ -214,9 +211,7 @@ pub fn resume(dir: &Path) -> Result<()> {
     let journal = Journal::read(dir)?;
     let here = journal::this_build();
     if journal.build != here {
-        return Err(Error::value(
-            "resume",
-            format!(
+        return Err(Error::refused("resume", format!(
                 "{} was run by {} but this is {here}: resume it with that build, or run the shard anew",
                 dir.display(),
                 journal.build

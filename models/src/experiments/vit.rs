@@ -4,9 +4,9 @@
 //! `cifar` option applies.
 
 use crate::cli::RunConfig;
+use crate::error::Result;
 use crate::experiments::cifar::{run_with, Defaults};
 use crate::report::Table;
-use tensor::Result;
 
 /// Options of this experiment (those of `cifar`).
 pub const OPTIONS: &[(&str, &str)] = super::cifar::OPTIONS;

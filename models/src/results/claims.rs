@@ -4,12 +4,12 @@
 //! every comparison.
 
 use super::{entries, Entry};
+use crate::error::{Error, Result};
 use crate::report::evidence::{
     comparison_row, tally, Claim, Tally, COMPARISON_HEADERS, OVERALL_RULE, RULE,
 };
 use crate::report::Table;
 use std::path::Path;
-use tensor::{Error, Result};
 
 /// Each claim's tally over every entry's comparisons.
 pub fn tallies(entries: &[Entry]) -> Vec<Tally> {
@@ -122,9 +122,7 @@ const END: &str = "```\n<!-- claims:end -->";
 /// `<!-- claims:end -->`, in a text block) replaced by `report`.
 pub fn with_section(readme: &str, report: &str) -> Result<String> {
     let missing = || {
-        Error::value(
-            "report",
-            "the README has no claims section (<!-- claims:begin --> and <!-- claims:end --> around a ```text block)",
+        Error::refused("report", "the README has no claims section (<!-- claims:begin --> and <!-- claims:end --> around a ```text block)",
         )
     };
     let start = readme.find(BEGIN).ok_or_else(missing)? + BEGIN.len();

@@ -3,8 +3,8 @@
 //! against the entries, so it cannot drift from them).
 
 use super::{claims, entries, Entry};
+use crate::error::Result;
 use std::path::Path;
-use tensor::{Error, Result};
 
 /// The manifest lines of a merge's shards, in shard order: (shard, command line,
 /// wall time, machine).
@@ -89,5 +89,6 @@ entry's commit; the shard runs of one sweep may run in any order and on any mach
 pub fn write(root: &Path) -> Result<()> {
     let text = render(&entries(root)?);
     let path = root.join("README.md");
-    std::fs::write(&path, text).map_err(|e| Error::io(path.display().to_string(), &e))
+    Ok(std::fs::write(&path, text)
+        .map_err(|e| tensor::Error::io(path.display().to_string(), &e))?)
 }

@@ -4,17 +4,17 @@
 
 use super::{check_run, index, KEPT};
 use crate::cli::utc_stamp;
+use crate::error::{Error, Result};
 use crate::provenance::ManifestFile;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use tensor::{Error, Result};
 
 /// At most this many points of each curve (series × metric) are kept: evenly
 /// spaced ones, always with the curve's last point.
 pub const POINTS_PER_CURVE: usize = 200;
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |e| Error::io(path.display().to_string(), &e)
+    move |e| tensor::Error::io(path.display().to_string(), &e).into()
 }
 
 /// The fields of one CSV line (RFC 4180 quoting, as `Metrics::to_csv` writes).
@@ -95,10 +95,9 @@ fn check_setting(name: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(Error::value(
-            "keep",
-            format!("--as '{name}': a setting name is letters, digits, '-', '_' and '.'"),
-        ))
+        Err(Error::usage(format!(
+            "keep: --as '{name}': a setting name is letters, digits, '-', '_' and '.'"
+        )))
     }
 }
 
@@ -118,9 +117,7 @@ pub fn keep(run: &Path, root: &Path, setting: Option<&str>) -> Result<PathBuf> {
     let parent = root.join(&experiment);
     let dest = parent.join(&setting);
     if dest.exists() {
-        return Err(Error::value(
-            "keep",
-            format!(
+        return Err(Error::refused("keep", format!(
                 "{} exists: an entry is never overwritten (remove it with git, or keep this run under another --as)",
                 dest.display()
             ),
@@ -143,7 +140,7 @@ pub fn keep(run: &Path, root: &Path, setting: Option<&str>) -> Result<PathBuf> {
         .collect();
     names.sort();
     if !names.iter().any(|n| n == "table.txt") {
-        return Err(Error::value(
+        return Err(Error::refused(
             "keep",
             format!("{} has no table.txt", run.display()),
         ));
@@ -161,7 +158,7 @@ pub fn keep(run: &Path, root: &Path, setting: Option<&str>) -> Result<PathBuf> {
             note
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => "none (the run wrote none)".into(),
-        Err(e) => return Err(Error::io(metrics.display().to_string(), &e)),
+        Err(e) => return Err(tensor::Error::io(metrics.display().to_string(), &e).into()),
     };
     let kept = format!(
         "kept from: {}\nkept at (UTC): {}\nfiles: {}\nmetrics.csv: {metrics_note}\nleft out: the model weights and the shards' cells, which stay in the run folder\n",

@@ -11,11 +11,11 @@ pub mod claims;
 pub mod index;
 pub mod keep;
 
+use crate::error::{Error, Result};
 use crate::provenance::ManifestFile;
 use crate::report::evidence::Evidence;
 use crate::report::{evidence_file, subfolders};
 use std::path::{Path, PathBuf};
-use tensor::{Error, Result};
 
 /// The file `models keep` writes into every entry.
 pub const KEPT: &str = "kept.txt";
@@ -50,7 +50,7 @@ impl Entry {
             name(dir.file_name()),
             name(dir.parent().and_then(Path::file_name)),
         ) else {
-            return Err(Error::value(
+            return Err(Error::refused(
                 "report",
                 format!("{} is not results/<experiment>/<setting>", dir.display()),
             ));
@@ -58,7 +58,7 @@ impl Entry {
         let manifest = ManifestFile::read(dir)?;
         check_run(&manifest, Some(&experiment))?;
         if !dir.join(KEPT).is_file() {
-            return Err(Error::value(
+            return Err(Error::refused(
                 "report",
                 format!(
                     "{} has no {KEPT}: entries are made by `models keep RUN_DIR`, not by hand",
@@ -70,7 +70,7 @@ impl Entry {
         let evidence = match std::fs::read_to_string(&path) {
             Ok(text) => evidence_file::parse(&text, &path.display().to_string())?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(Error::io(path.display().to_string(), &e)),
+            Err(e) => return Err(tensor::Error::io(path.display().to_string(), &e).into()),
         };
         Ok(Entry {
             experiment,
@@ -86,7 +86,7 @@ impl Entry {
 /// finished shards) built from a clean tree, of `experiment` when given.
 pub fn check_run(manifest: &ManifestFile, experiment: Option<&str>) -> Result<()> {
     let origin = manifest.path.display();
-    let refuse = |why: String| Err(Error::value("results", format!("{origin}: {why}")));
+    let refuse = |why: String| Err(Error::refused("results", format!("{origin}: {why}")));
     let ran = manifest.get("experiment")?;
     if let Some(expected) = experiment.filter(|e| *e != ran) {
         return refuse(format!(

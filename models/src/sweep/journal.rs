@@ -5,9 +5,9 @@
 
 use super::shard_file::{header_line, read_cells, write_cell};
 use super::{Recorded, Shard};
+use crate::error::{Error, Result};
 use std::io::Write as _;
 use std::path::Path;
-use tensor::{Error, Result};
 
 /// The journal's file name in a shard folder.
 pub const FILE: &str = "cells.partial";
@@ -37,7 +37,7 @@ pub fn this_build() -> String {
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |e| Error::io(path.display().to_string(), &e)
+    move |e| tensor::Error::io(path.display().to_string(), &e).into()
 }
 
 impl Journal {
@@ -62,7 +62,7 @@ impl Journal {
     pub fn parse(text: &str, origin: &str) -> Result<Journal> {
         let mut lines = text.lines().enumerate();
         if lines.next().map(|(_, l)| l) != Some(MAGIC) {
-            return Err(Error::value(
+            return Err(Error::refused(
                 "resume",
                 format!("{origin} is not a shard journal (no '{MAGIC}' line)"),
             ));
@@ -93,7 +93,7 @@ impl Journal {
             .filter(|(_, l)| l.starts_with("end\t"))
             .count();
         if marks != cells.len() {
-            return Err(Error::value(
+            return Err(Error::refused(
                 "resume",
                 format!(
                     "{origin}: {} cells but {marks} end marks (the journal is damaged)",
@@ -102,7 +102,7 @@ impl Journal {
             ));
         }
         if let Some(c) = cells.iter().find(|c| !shard.owns(c.position)) {
-            return Err(Error::value(
+            return Err(Error::refused(
                 "resume",
                 format!(
                     "{origin}: cell {} is not one of shard {}/{}'s",
@@ -123,9 +123,7 @@ impl Journal {
     /// to resume, and says so.
     pub fn read(dir: &Path) -> Result<Journal> {
         if dir.join("cells.txt").exists() {
-            return Err(Error::value(
-                "resume",
-                format!(
+            return Err(Error::refused("resume", format!(
                     "{} holds a finished shard (cells.txt): nothing to resume; `models merge` it with the others",
                     dir.display()
                 ),

@@ -15,11 +15,11 @@ pub(crate) mod shard_file;
 pub use journal::Journal;
 pub use shard_file::{gather, ShardFile};
 
+use crate::error::{Error, Result};
 use crate::report::{Metrics, Row};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use tensor::{Error, Result};
 
 /// The most slices a sweep may be cut into.
 pub const MAX_SHARDS: usize = 1_000_000;
@@ -37,10 +37,9 @@ impl Shard {
     /// Parses `i/n` (`0 ≤ i < n`).
     pub fn parse(text: &str) -> Result<Shard> {
         let bad = |why: &str| {
-            Error::value(
-                "models",
-                format!("--shard expects i/n with 0 ≤ i < n (e.g. 0/4), got '{text}': {why}"),
-            )
+            Error::usage(format!(
+                "--shard expects i/n with 0 ≤ i < n (e.g. 0/4), got '{text}': {why}"
+            ))
         };
         let (i, n) = text.split_once('/').ok_or_else(|| bad("no '/'"))?;
         let index: usize = i.trim().parse().map_err(|_| bad("i is not a number"))?;
@@ -97,7 +96,7 @@ impl Fields {
         match self.values.get(name) {
             Some(v) => Ok(*v),
             None if self.placeholder => Ok(f64::NAN),
-            None => Err(Error::value(
+            None => Err(Error::refused(
                 "merge",
                 format!("a recorded cell has no field '{name}' (recorded by another version?)"),
             )),
@@ -136,7 +135,10 @@ impl CellValue for Vec<(String, f64)> {
             .into_iter()
             .map(|(k, v)| match k.split_once(':') {
                 Some((_, name)) => Ok((name.to_string(), v)),
-                None => Err(Error::value("merge", format!("malformed field name '{k}'"))),
+                None => Err(Error::refused(
+                    "merge",
+                    format!("malformed field name '{k}'"),
+                )),
             })
             .collect()
     }
@@ -152,7 +154,7 @@ pub fn field(result: &[(String, f64)], name: &str) -> Result<f64> {
         .iter()
         .find(|(k, _)| k == name)
         .map(|(_, v)| *v)
-        .ok_or_else(|| Error::value("models", format!("no result called '{name}'")))
+        .ok_or_else(|| Error::usage(format!("no result called '{name}'")))
 }
 
 /// One cell's record: its position and key, its result, and the metric points it
@@ -185,9 +187,7 @@ fn given_back<T: CellValue>(
     metrics: &mut Metrics,
 ) -> Result<T> {
     if rec.key != key {
-        return Err(Error::value(
-            what,
-            format!(
+        return Err(Error::refused(what, format!(
                 "cell {} is '{key}' here but '{}' in {source}: it was run with other options or another version",
                 rec.position, rec.key
             ),
@@ -280,10 +280,11 @@ impl Sweep {
         compute: impl FnOnce(&mut Metrics) -> Result<T>,
     ) -> Result<T> {
         if key.contains(['\t', '\n']) {
-            return Err(Error::value(
+            return Err(tensor::Error::value(
                 "sweep",
                 format!("cell key {key:?} holds a tab or newline"),
-            ));
+            )
+            .into());
         }
         let position = {
             let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -315,9 +316,7 @@ impl Sweep {
             }
             Mode::Replay(cells) => {
                 let rec = cells.get(position).ok_or_else(|| {
-                    Error::value(
-                        "merge",
-                        format!("the experiment asks for cell {position} ('{key}') but the shards hold {} cells", cells.len()),
+                    Error::refused("merge", format!("the experiment asks for cell {position} ('{key}') but the shards hold {} cells", cells.len()),
                     )
                 })?;
                 given_back(rec, key, ("merge", "the shards"), metrics)
@@ -349,7 +348,7 @@ impl Sweep {
         if let Mode::Replay(cells) = &self.mode {
             let walked = self.finish().0;
             if walked != cells.len() {
-                return Err(Error::value(
+                return Err(Error::refused(
                     "merge",
                     format!(
                         "the shards hold {} cells but the experiment walked {walked}",

@@ -1,9 +1,9 @@
 //! `cells.txt`: the cells one finished shard computed, which `models merge` replays.
 
 use super::{Fields, Recorded, Shard};
+use crate::error::{Error, Result};
 use crate::report::Row;
 use std::path::Path;
-use tensor::{Error, Result};
 
 const MAGIC: &str = "models cells v2";
 
@@ -52,14 +52,15 @@ impl ShardFile {
     pub fn write(&self, dir: &Path) -> Result<()> {
         let (path, tmp) = (dir.join("cells.txt"), dir.join("cells.txt.tmp"));
         std::fs::write(&tmp, self.to_text())
-            .map_err(|e| Error::io(tmp.display().to_string(), &e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| Error::io(path.display().to_string(), &e))
+            .map_err(|e| tensor::Error::io(tmp.display().to_string(), &e))?;
+        Ok(std::fs::rename(&tmp, &path)
+            .map_err(|e| tensor::Error::io(path.display().to_string(), &e))?)
     }
 
     /// Parses `cells.txt` (`origin` names it in errors).
     pub fn parse(text: &str, origin: &str) -> Result<ShardFile> {
         let bad = |line: usize, why: &str| {
-            Error::value("merge", format!("{origin}, line {}: {why}", line + 1))
+            Error::refused("merge", format!("{origin}, line {}: {why}", line + 1))
         };
         let num = |line: usize, t: &str| -> Result<usize> {
             t.parse()
@@ -82,9 +83,7 @@ impl ShardFile {
             .strip_prefix("checksum\t")
             .and_then(|h| u64::from_str_radix(h, 16).ok());
         if recorded != Some(checksum(&text[..body_end])) {
-            return Err(Error::value(
-                "merge",
-                format!("{origin}: its checksum does not match its contents (the file was damaged or edited)"),
+            return Err(Error::refused("merge", format!("{origin}: its checksum does not match its contents (the file was damaged or edited)"),
             ));
         }
         let text = &text[..body_end];
@@ -94,7 +93,7 @@ impl ShardFile {
         let experiment = header("experiment")?;
         let options_line = header("options")?;
         let shard = Shard::parse(&header("shard")?)
-            .map_err(|e| Error::value("merge", format!("{origin}: {e}")))?;
+            .map_err(|e| Error::refused("merge", format!("{origin}: {e}")))?;
         let total = num(4, &header("total")?)?;
         let options = options_line
             .split('\t')
@@ -107,7 +106,7 @@ impl ShardFile {
             .iter()
             .find(|c| c.position >= total || !shard.owns(c.position))
         {
-            return Err(Error::value(
+            return Err(Error::refused(
                 "merge",
                 format!(
                     "{origin}: cell {} is not one of shard {}/{}'s",
@@ -117,9 +116,7 @@ impl ShardFile {
         }
         let expected = (0..total).filter(|&p| shard.owns(p)).count();
         if cells.len() != expected {
-            return Err(Error::value(
-                "merge",
-                format!(
+            return Err(Error::refused("merge", format!(
                     "{origin}: shard {}/{} should hold {expected} of the {total} cells but holds {} (an unfinished shard? `models resume` its folder)",
                     shard.index,
                     shard.count,
@@ -141,9 +138,7 @@ impl ShardFile {
     pub fn read(dir: &Path) -> Result<ShardFile> {
         let path = dir.join("cells.txt");
         if !path.exists() && dir.join(super::journal::FILE).exists() {
-            return Err(Error::value(
-                "merge",
-                format!(
+            return Err(Error::refused("merge", format!(
                     "{} is a shard that did not finish (it holds {} but no cells.txt): `models resume {}` first",
                     dir.display(),
                     super::journal::FILE,
@@ -152,7 +147,7 @@ impl ShardFile {
             ));
         }
         let text = std::fs::read_to_string(&path)
-            .map_err(|e| Error::io(path.display().to_string(), &e))?;
+            .map_err(|e| tensor::Error::io(path.display().to_string(), &e))?;
         ShardFile::parse(&text, &path.display().to_string())
     }
 }
@@ -162,12 +157,12 @@ impl ShardFile {
 pub fn gather(files: &[(String, ShardFile)]) -> Result<(String, Vec<String>, Vec<Recorded>)> {
     let (first_name, first) = files
         .first()
-        .ok_or_else(|| Error::value("merge", "usage: models merge SHARD_DIR..."))?;
+        .ok_or_else(|| Error::refused("merge", "usage: models merge SHARD_DIR..."))?;
     let mut seen = vec![None::<&str>; first.shard.count];
     let mut cells = Vec::new();
     for (name, f) in files {
         let differs = |what: &str| {
-            Error::value(
+            Error::refused(
                 "merge",
                 format!("{name} and {first_name} are not shards of one run: their {what} differ"),
             )
@@ -185,7 +180,7 @@ pub fn gather(files: &[(String, ShardFile)]) -> Result<(String, Vec<String>, Vec
             return Err(differs("grid sizes"));
         }
         if let Some(other) = seen[f.shard.index].replace(name) {
-            return Err(Error::value(
+            return Err(Error::refused(
                 "merge",
                 format!(
                     "{name} and {other} are both shard {}/{}",
@@ -200,7 +195,7 @@ pub fn gather(files: &[(String, ShardFile)]) -> Result<(String, Vec<String>, Vec
         .map(|i| format!("{i}/{}", first.shard.count))
         .collect();
     if !missing.is_empty() {
-        return Err(Error::value(
+        return Err(Error::refused(
             "merge",
             format!("missing shard folders for {}", missing.join(", ")),
         ));
@@ -237,7 +232,7 @@ pub(super) fn write_cell(s: &mut String, c: &Recorded) {
 /// increasing); `origin` names the file in errors.
 pub(super) fn read_cells(lines: &[(usize, &str)], origin: &str) -> Result<Vec<Recorded>> {
     let bad = |line: usize, why: &str| {
-        Error::value("merge", format!("{origin}, line {}: {why}", line + 1))
+        Error::refused("merge", format!("{origin}, line {}: {why}", line + 1))
     };
     let num = |line: usize, t: &str| -> Result<usize> {
         t.parse()
@@ -332,7 +327,7 @@ pub(super) fn header_line<'a>(
     origin: &str,
 ) -> Result<String> {
     let bad = |line: usize, why: String| {
-        Error::value("merge", format!("{origin}, line {}: {why}", line + 1))
+        Error::refused("merge", format!("{origin}, line {}: {why}", line + 1))
     };
     let (i, l) = lines
         .next()

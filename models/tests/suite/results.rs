@@ -77,9 +77,20 @@ fn keep_makes_entries_that_report_reads() {
         .unwrap()
         .contains("thinned"));
     // Never overwritten; kept again under another name.
-    let err = keep::keep(&run, &root, None).unwrap_err().to_string();
-    assert!(err.contains("never overwritten"), "{err}");
-    assert!(keep::keep(&run, &root, Some("../up")).is_err());
+    let err = keep::keep(&run, &root, None).unwrap_err();
+    assert!(err.to_string().contains("never overwritten"), "{err}");
+    assert!(
+        matches!(
+            err,
+            models::error::Error::Refused {
+                command: "keep",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let err = keep::keep(&run, &root, Some("../up")).unwrap_err();
+    assert!(err.is_usage(), "{err:?}");
     keep::keep(&run, &root, Some("full-again")).unwrap();
     // The report recomputes the verdict: the lift is lower on every paired seed.
     let text = claims::render(&claims::report(&root).unwrap());

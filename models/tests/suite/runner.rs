@@ -385,3 +385,37 @@ fn the_binary_explains_each_experiment() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown experiment 'nope'"));
 }
+
+/// A usage mistake exits with status 2 and says what was wrong; a folder the
+/// command cannot use (or cannot read) exits with 1; the library returns the
+/// matching kind.
+#[test]
+fn usage_mistakes_and_refusals_are_told_apart() {
+    let bin = env!("CARGO_BIN_EXE_models");
+    let missing = std::env::temp_dir().join("models-no-such-run-dir");
+    let missing = missing.to_str().unwrap();
+    for (args, status, needle) in [
+        (
+            &["diabetes", "--epochs", "0"][..],
+            2,
+            "--epochs must be at least 1",
+        ),
+        (&["nope"], 2, "unknown experiment 'nope'"),
+        (&["keep"], 2, "usage: models keep RUN_DIR"),
+        (
+            &["keep", "a", "--into", "b"],
+            2,
+            "keep: unknown option '--into'",
+        ),
+        (&["diabetes", "--seeds"], 2, "--seeds needs a value"),
+        (&["keep", missing], 1, "models-no-such-run-dir"),
+    ] {
+        let out = std::process::Command::new(bin).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(status), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    let args: Vec<String> = ["--seeds", "0"].iter().map(|s| s.to_string()).collect();
+    let e = RunConfig::parse(&args).unwrap_err();
+    assert!(matches!(e, models::error::Error::Usage(_)), "{e:?}");
+}

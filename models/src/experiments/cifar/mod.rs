@@ -10,6 +10,7 @@ pub mod data;
 pub mod network;
 
 use crate::cli::RunConfig;
+use crate::error::{Error, Result};
 use crate::experiments::images::ImageSet;
 use crate::grid::Grid;
 use crate::report::{Metrics, Plot, Table};
@@ -28,7 +29,7 @@ use nn::{loss, Param, ParamStore};
 use optim::closed_form::{ClosedFormHead, ClosedFormTrainer, HeadRule, Order, SolveForm};
 use optim::llqr::{Geometry, PerturbationNorm};
 use optim::{Adam, AdamConfig, Schedule, Sgd, SgdConfig};
-use tensor::{Error, Result, Rng, Tensor};
+use tensor::{Rng, Tensor};
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
@@ -123,9 +124,7 @@ impl Optimiser {
             "llqr-fsam-adamw" => Optimiser::LlqrFsamAdamW,
             "closed-form" => Optimiser::ClosedForm,
             _ => {
-                return Err(Error::value(
-                    "cifar",
-                    format!(
+                return Err(Error::usage(format!(
                     "unknown optimiser '{name}': expected sgd, adam, adamw, sam, sam-adamw, llqr-sam, llqr-sam-adamw, llqr-fsam, llqr-fsam-adamw or closed-form"
                 ),
                 ))
@@ -267,22 +266,34 @@ fn training(
     };
     let ngd = (Geometry::Fisher, PerturbationNorm::Euclidean);
     match opt {
-        Optimiser::Sgd => Training::method(Method::Sgd, store.trainable(), h),
-        Optimiser::Sam => Training::method(Method::Sam, store.trainable(), h),
-        Optimiser::LlqrSam => Training::method(Method::LlqrSam(ngd.0, ngd.1), store.trainable(), h),
-        Optimiser::LlqrSamAdamW => Training::around(Method::LlqrSam(ngd.0, ngd.1), adamw()?, h),
-        Optimiser::LlqrFsam => {
-            Training::method(Method::LlqrFriendlySam(ngd.0, ngd.1), store.trainable(), h)
-        }
-        Optimiser::LlqrFsamAdamW => {
-            Training::around(Method::LlqrFriendlySam(ngd.0, ngd.1), adamw()?, h)
-        }
+        Optimiser::Sgd => Ok(Training::method(Method::Sgd, store.trainable(), h)?),
+        Optimiser::Sam => Ok(Training::method(Method::Sam, store.trainable(), h)?),
+        Optimiser::LlqrSam => Ok(Training::method(
+            Method::LlqrSam(ngd.0, ngd.1),
+            store.trainable(),
+            h,
+        )?),
+        Optimiser::LlqrSamAdamW => Ok(Training::around(
+            Method::LlqrSam(ngd.0, ngd.1),
+            adamw()?,
+            h,
+        )?),
+        Optimiser::LlqrFsam => Ok(Training::method(
+            Method::LlqrFriendlySam(ngd.0, ngd.1),
+            store.trainable(),
+            h,
+        )?),
+        Optimiser::LlqrFsamAdamW => Ok(Training::around(
+            Method::LlqrFriendlySam(ngd.0, ngd.1),
+            adamw()?,
+            h,
+        )?),
         Optimiser::Adam => Ok(Training::plain(Box::new(Adam::new(
             store.trainable(),
             AdamConfig::adam(s.adam_lr).weight_decay(h.weight_decay),
         )?))),
         Optimiser::AdamW => Ok(Training::plain(adamw()?)),
-        Optimiser::SamAdamW => Training::around(Method::Sam, adamw()?, h),
+        Optimiser::SamAdamW => Ok(Training::around(Method::Sam, adamw()?, h)?),
         Optimiser::ClosedForm => {
             let backbone: Vec<Param<f32>> = store
                 .trainable()
@@ -347,11 +358,11 @@ struct ImageTask<'a> {
 }
 
 impl Task for ImageTask<'_> {
-    fn set_lr_factor(&mut self, factor: f64) -> Result<()> {
+    fn set_lr_factor(&mut self, factor: f64) -> tensor::Result<()> {
         self.training.set_lr_factor(factor)
     }
 
-    fn before_step(&mut self, step: usize, metrics: &mut Metrics) -> Result<()> {
+    fn before_step(&mut self, step: usize, metrics: &mut Metrics) -> tensor::Result<()> {
         let (net, images, labels) = (self.net, self.images, self.labels);
         let (rng, count) = (&mut self.precond_rng, self.s.hyper.precond_batch);
         self.training.refresh_if_due(
@@ -370,7 +381,7 @@ impl Task for ImageTask<'_> {
         )
     }
 
-    fn step(&mut self, idx: &[usize]) -> Result<f64> {
+    fn step(&mut self, idx: &[usize]) -> tensor::Result<f64> {
         let x = Var::constant(
             self.s
                 .augment
@@ -399,7 +410,7 @@ impl Task for ImageTask<'_> {
         })
     }
 
-    fn evaluate(&mut self) -> Result<Vec<(String, f64)>> {
+    fn evaluate(&mut self) -> tensor::Result<Vec<(String, f64)>> {
         let acc = accuracy(self.net, self.training.head(), self.images)?;
         Ok(vec![("test_accuracy".into(), acc)])
     }
@@ -419,7 +430,7 @@ pub fn train_arm(
 ) -> Result<ArmResult> {
     let (labels, classes) = images.train.labels()?;
     if images.train.is_empty() || images.test.is_empty() {
-        return Err(Error::value("cifar", "needs training and test images"));
+        return Err(tensor::Error::value("cifar", "needs training and test images").into());
     }
     let store = ParamStore::<f32>::new();
     let net = s
@@ -496,10 +507,9 @@ fn augmentation(cfg: &RunConfig, images: &Images) -> Result<Augment> {
             "cutout" => a.cutout = Augment::cifar().cutout,
             "none" => {}
             _ => {
-                return Err(Error::value(
-                    "cifar",
-                    format!("unknown augmentation '{name}': expected crop, flip, cutout or none"),
-                ))
+                return Err(Error::usage(format!(
+                    "unknown augmentation '{name}': expected crop, flip, cutout or none"
+                )))
             }
         }
     }
@@ -579,7 +589,7 @@ impl Options {
             .map(|n| Optimiser::parse(n))
             .collect::<Result<_>>()?;
         if optimisers.is_empty() {
-            return Err(Error::value("cifar", "--optimisers names none"));
+            return Err(Error::usage("--optimisers names none"));
         }
         let images = data::load(
             cfg.data.as_deref(),
@@ -610,7 +620,11 @@ fn network(cfg: &RunConfig, defaults: &Defaults) -> Result<Network> {
             cfg.opt("depth", 0usize).map(|d| (d > 0).then_some(d))?
         },
     };
-    Network::parse(&cfg.opt("model", defaults.model.to_string())?, width, vit)
+    Ok(Network::parse(
+        &cfg.opt("model", defaults.model.to_string())?,
+        width,
+        vit,
+    )?)
 }
 
 /// The settings every arm trains `network` with, checked; the default augmentation
@@ -651,10 +665,7 @@ fn settings(
         quiet: cfg.quiet,
     };
     if s.epochs == 0 || s.batch == 0 {
-        return Err(Error::value(
-            "cifar",
-            "--epochs and --batch must be positive",
-        ));
+        return Err(Error::usage("--epochs and --batch must be positive"));
     }
     Ok(s)
 }
@@ -738,7 +749,7 @@ pub fn run_with(cfg: &RunConfig, defaults: &Defaults) -> Result<Vec<Table>> {
     let mut grid = Grid::new(cfg, seeds);
     let (mut metrics, mut model) = (Metrics::default(), Vec::new());
     arms(&o, &mut grid, (&mut table, &mut metrics, &mut model))?;
-    cfg.run_dir(name)?.finish(
+    Ok(cfg.run_dir(name)?.finish(
         name,
         Plot::Curves {
             title: &format!("{name}: training loss and test accuracy by epoch"),
@@ -748,5 +759,5 @@ pub fn run_with(cfg: &RunConfig, defaults: &Defaults) -> Result<Vec<Table>> {
         },
         model,
         vec![table],
-    )
+    )?)
 }

@@ -7,12 +7,13 @@
 use super::{run_arm, Backbone, Method, Settings, Task};
 use crate::cli::RunConfig;
 use crate::data::mixture::{gaussian_mixture, Mixture};
+use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::report::evidence::Better;
 use crate::report::{Metrics, Plot, Table};
 use crate::train::Budget;
 use nn::checkpoint::NamedTensors;
-use tensor::{Error, Result, Tensor};
+use tensor::Tensor;
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
@@ -65,8 +66,7 @@ impl Options {
         let dim: usize = cfg.opt("dim", 32)?;
         let batch: usize = cfg.opt("batch", 64)?;
         if counts.is_empty() || per_class < 2 || batch == 0 {
-            return Err(Error::value(
-                "closed-form-classes",
+            return Err(Error::usage(
                 "needs class counts, at least 2 samples per class and a positive batch",
             ));
         }
@@ -129,8 +129,9 @@ fn mixture_cells(
     let (labels, _) = train.labels()?;
     let (test_labels, _) = test.labels()?;
     let one_hot = Tensor::<f64>::one_hot(labels, k)?;
-    let evaluate =
-        |pred: &Tensor<f64>| -> Result<f64> { Ok(nn::loss::accuracy(pred, test_labels)? * 100.0) };
+    let evaluate = |pred: &Tensor<f64>| -> tensor::Result<f64> {
+        Ok(nn::loss::accuracy(pred, test_labels)? * 100.0)
+    };
     let setting = format!("k{k}");
     let first_seed = grid.seeds()[0];
     for (row, &m) in rows.iter_mut().zip(&METHODS) {
@@ -179,7 +180,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     for row in rows {
         table.row(row);
     }
-    cfg.run_dir("closed-form-classes")?.finish(
+    Ok(cfg.run_dir("closed-form-classes")?.finish(
         "closed-form-classes",
         Plot::Curves {
             title: "closed-form-classes: test accuracy by step",
@@ -189,5 +190,5 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         },
         model,
         vec![table],
-    )
+    )?)
 }

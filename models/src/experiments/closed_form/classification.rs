@@ -8,12 +8,13 @@ use super::comparison::{
 };
 use super::{Backbone, Method, Settings, Task};
 use crate::cli::RunConfig;
+use crate::error::Result;
 use crate::experiments::images::{self, ImageSet, Split};
 use crate::grid::Grid;
 use crate::report::evidence::Better;
 use crate::report::{Metrics, Plot, Table};
 use nn::checkpoint::NamedTensors;
-use tensor::{Result, Tensor};
+use tensor::Tensor;
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
@@ -84,8 +85,8 @@ impl Options {
 }
 
 /// The accuracy (%) of predictions `[n, classes]` against `labels`.
-fn accuracy_on(labels: &[usize]) -> impl Fn(&Tensor<f64>) -> Result<f64> + '_ {
-    |pred: &Tensor<f64>| -> Result<f64> { Ok(nn::loss::accuracy(pred, labels)? * 100.0) }
+fn accuracy_on(labels: &[usize]) -> impl Fn(&Tensor<f64>) -> tensor::Result<f64> + '_ {
+    |pred: &Tensor<f64>| -> tensor::Result<f64> { Ok(nn::loss::accuracy(pred, labels)? * 100.0) }
 }
 
 /// The comparison of `methods` on the images over the grid's seeds, titled by
@@ -169,7 +170,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         &mut grid,
         (&mut metrics, &mut model),
     )?;
-    cfg.run_dir("closed-form-classification")?.finish(
+    Ok(cfg.run_dir("closed-form-classification")?.finish(
         "closed-form-classification",
         Plot::Curves {
             title: "closed-form classification: test accuracy",
@@ -179,5 +180,5 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         },
         model,
         tables,
-    )
+    )?)
 }

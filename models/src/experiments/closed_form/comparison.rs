@@ -6,13 +6,14 @@
 use super::{run_arm, ArmRun, Backbone, Method, Settings, Task};
 use crate::cli::RunConfig;
 use crate::data::Dataset;
+use crate::error::Result;
 use crate::grid::Grid;
 use crate::report::evidence::{Claim, Evidence};
 use crate::report::{Metrics, Table};
 use crate::train::choice::{scored_values, Choice};
 use crate::train::{choose, Budget};
 use nn::checkpoint::NamedTensors;
-use tensor::{Result, Rng};
+use tensor::Rng;
 
 /// The validation choice of every arm's hyper-parameter: each method's grid is
 /// trained on the fitting part and scored on the validation part, at one seed, per
@@ -57,7 +58,8 @@ pub fn settings(cfg: &RunConfig, hidden: Vec<usize>, epochs: (usize, usize)) -> 
             return Err(tensor::Error::value(
                 "closed-form",
                 "--epochs and --steps are two budgets; give one",
-            ))
+            )
+            .into())
         }
         true => Budget::Steps(cfg.opt_positive("steps", 1)?),
         false => {
@@ -114,7 +116,7 @@ pub fn selection_grids(cfg: &RunConfig) -> Result<(Vec<f64>, Vec<f64>, Vec<f64>)
             format!(
                 "--lambdas and --lr-factors need finite values > 0, --betas finite values ≥ 0, none empty; got {lambdas:?}, {betas:?}, {factors:?}"
             ),
-        ));
+        ).into());
     }
     Ok((lambdas, betas, factors))
 }
@@ -129,7 +131,8 @@ pub fn validation_split(train: &Dataset, fraction: f64, seed: u64) -> Result<(Da
                 "needs at least 2 samples and a fraction in (0, 1), got {} and {fraction}",
                 train.len()
             ),
-        ));
+        )
+        .into());
     }
     let order = Rng::new(seed).permutation(train.len());
     let n_val = ((train.len() as f64 * fraction).round() as usize).clamp(1, train.len() - 1);
@@ -291,7 +294,7 @@ impl Comparison<'_> {
                         }
                     })
                 })
-                .collect::<Result<Vec<Choice>>>()?;
+                .collect::<tensor::Result<Vec<Choice>>>()?;
             for v in scored_values(&choices) {
                 let mut row = vec![m.name(), show(v)];
                 row.extend(choices.iter().map(|c| match c.score(v) {

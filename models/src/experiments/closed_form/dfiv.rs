@@ -38,6 +38,7 @@
 
 use crate::cli::RunConfig;
 use crate::data::demand::{self, Demand};
+use crate::error::{Error, Result};
 use crate::grid::{Grid, Numbers};
 use crate::report::{mean_std, Metrics, Plot, Table};
 use crate::sweep::field;
@@ -50,7 +51,7 @@ use optim::closed_form::{
 };
 use optim::{Adam, AdamConfig, Optimizer};
 use std::time::Instant;
-use tensor::{Error, Result, Rng, Tensor};
+use tensor::{Rng, Tensor};
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
@@ -145,13 +146,13 @@ impl Net {
         } else {
             self.store.eval();
         }
-        self.body.forward(&Var::constant(x.clone()))
+        Ok(self.body.forward(&Var::constant(x.clone()))?)
     }
 
     /// One Adam step on `loss`.
     fn step(&mut self, loss: &Var<f64>) -> Result<()> {
         let grads = ParamGrads::collect(self.opt.params(), &backward(loss)?);
-        self.opt.step(&grads)
+        Ok(self.opt.step(&grads)?)
     }
 }
 
@@ -218,7 +219,7 @@ impl Networks {
 /// `[x, 1]`: the intercept column of DFIV's `add_const_col`.
 fn with_ones(x: &Var<f64>) -> Result<Var<f64>> {
     let ones = Var::constant(Tensor::ones(&[x.shape()[0], 1])?);
-    Var::cat(&[x, &ones], 1)
+    Ok(Var::cat(&[x, &ones], 1)?)
 }
 
 /// The stage-2 features: the row-wise outer product [t̂, 1] ⊗ [c, 1], flattened.
@@ -226,17 +227,18 @@ fn stage2_features(treatment: &Var<f64>, covariate: &Var<f64>) -> Result<Var<f64
     let a = with_ones(treatment)?;
     let c = with_ones(covariate)?;
     let (b, i, j) = (a.shape()[0], a.shape()[1], c.shape()[1]);
-    a.reshape(&[b, i, 1])?
+    Ok(a.reshape(&[b, i, 1])?
         .mul(&c.reshape(&[b, 1, j])?)?
-        .reshape(&[b, i * j])
+        .reshape(&[b, i * j])?)
 }
 
 /// Σ‖y − ΦWᵀ‖² with W held constant (the envelope-theorem loss).
 fn fit_loss(phi: &Var<f64>, w: &Tensor<f64>, y: &Tensor<f64>) -> Result<Var<f64>> {
-    phi.matmul(&Var::constant(w.t()?))?
+    Ok(phi
+        .matmul(&Var::constant(w.t()?))?
         .sub(&Var::constant(y.clone()))?
         .square()?
-        .sum_all()
+        .sum_all()?)
 }
 
 /// The two ridge stages.
@@ -318,10 +320,10 @@ impl Solver {
         lam: f64,
     ) -> Result<Var<f64>> {
         match self.stage1 {
-            Heads::Ridge => ridge_var(phi, y, lam),
+            Heads::Ridge => Ok(ridge_var(phi, y, lam)?),
             Heads::Proximal => {
                 let (anchor, strength) = self.proximal_terms(prev, lam);
-                proximal_var(phi, y, &anchor, strength)
+                Ok(proximal_var(phi, y, &anchor, strength)?)
             }
         }
     }
@@ -359,11 +361,12 @@ fn structural_mse(nets: &Networks, u: &Tensor<f64>, test: &Demand) -> Result<f64
     let t = nets.treatment.forward(&test.treatment, false)?;
     let c = nets.covariate.forward(&test.covariate, false)?;
     let pred = stage2_features(&t, &c)?.matmul(&Var::constant(u.t()?))?;
-    pred.value()
+    Ok(pred
+        .value()
         .sub(&test.structural)?
         .square()
         .mean_all()?
-        .item()
+        .item()?)
 }
 
 /// The out-of-sample stage-2 loss mean (y − Φ₂uᵀ)² on held-out samples, with their
@@ -374,7 +377,12 @@ fn stage2_loss(nets: &Networks, w: &Weights, val: &Demand) -> Result<f64> {
     let predicted = z.matmul(&Var::constant(w.v.t()?))?;
     let c = nets.covariate.forward(&val.covariate, false)?;
     let pred = stage2_features(&predicted, &c)?.matmul(&Var::constant(w.u.t()?))?;
-    pred.value().sub(&val.outcome)?.square().mean_all()?.item()
+    Ok(pred
+        .value()
+        .sub(&val.outcome)?
+        .square()
+        .mean_all()?
+        .item()?)
 }
 
 /// The measurements of one training run.
@@ -436,11 +444,11 @@ struct TwoStage<'a> {
 }
 
 impl Task for TwoStage<'_> {
-    fn set_lr_factor(&mut self, _factor: f64) -> Result<()> {
+    fn set_lr_factor(&mut self, _factor: f64) -> tensor::Result<()> {
         Ok(())
     }
 
-    fn step(&mut self, _batch: &[usize]) -> Result<f64> {
+    fn step(&mut self, _batch: &[usize]) -> tensor::Result<f64> {
         let (s, lam) = (self.s, self.lam);
         let (i1, i2) = match self.queue.next() {
             Some(pair) => pair,
@@ -448,9 +456,9 @@ impl Task for TwoStage<'_> {
                 let b1 = shuffled_batches(s.stage1.len(), s.batch, &mut self.order);
                 let b2 = shuffled_batches(s.stage2.len(), s.batch, &mut self.order);
                 self.queue = b1.into_iter().zip(b2).collect::<Vec<_>>().into_iter();
-                self.queue
-                    .next()
-                    .ok_or_else(|| Error::value("dfiv", "a stage half holds no full batch"))?
+                self.queue.next().ok_or_else(|| {
+                    tensor::Error::value("dfiv", "a stage half holds no full batch")
+                })?
             }
         };
         let (nets, solver, w) = (&mut self.nets, &mut self.solver, &self.w);
@@ -503,7 +511,7 @@ impl Task for TwoStage<'_> {
         Ok(stage2)
     }
 
-    fn evaluate(&mut self) -> Result<Vec<(String, f64)>> {
+    fn evaluate(&mut self) -> tensor::Result<Vec<(String, f64)>> {
         let mse = structural_mse(&self.nets, &self.w.u, self.s.test)?;
         Ok(vec![("test_mse".into(), mse)])
     }
@@ -634,10 +642,9 @@ impl Options {
                 "2" => false,
                 "1,2" => true,
                 other => {
-                    return Err(Error::value(
-                        "dfiv",
-                        format!("--proximal-stages must be 2 or 1,2, got '{other}'"),
-                    ))
+                    return Err(Error::usage(format!(
+                        "--proximal-stages must be 2 or 1,2, got '{other}'"
+                    )))
                 }
             },
             pulls: cfg.opt_list("pulls", &[0.1, 1.0, 10.0])?,
@@ -645,23 +652,20 @@ impl Options {
         };
         let (samples, epochs, lambda) = (o.samples, o.epochs, o.lambda);
         if samples < 4 || epochs == 0 || !(lambda > 0.0 && lambda.is_finite()) {
-            return Err(Error::value(
-                "dfiv",
-                format!("needs --samples ≥ 4, --epochs > 0 and a finite --lambda > 0, got {samples}, {epochs}, {lambda}"),
+            return Err(Error::usage(format!("needs --samples ≥ 4, --epochs > 0 and a finite --lambda > 0, got {samples}, {epochs}, {lambda}"),
             ));
         }
         let half = o.half();
         if let Some(&b) = o.batches.iter().find(|&&b| b > half || b == 1) {
-            return Err(Error::value(
-                "dfiv",
-                format!("--batches: {b} is not in 2..={half} (half of --samples) or 0 for the whole half"),
-            ));
+            return Err(Error::usage(format!(
+                "--batches: {b} is not in 2..={half} (half of --samples) or 0 for the whole half"
+            )));
         }
         if o.pulls.iter().any(|p| !(p.is_finite() && *p > 0.0)) {
-            return Err(Error::value(
-                "dfiv",
-                format!("--pulls need finite values > 0, got {:?}", o.pulls),
-            ));
+            return Err(Error::usage(format!(
+                "--pulls need finite values > 0, got {:?}",
+                o.pulls
+            )));
         }
         Ok(o)
     }
@@ -885,7 +889,7 @@ fn pull_sweep(o: &Options, data: &SeedData, test: &Demand, grid: &mut Grid) -> R
 /// Runs the experiment and returns its tables.
 pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let o = Options::parse(cfg)?;
-    let seeds = cfg.seed_list(3, 5)?;
+    let seeds = cfg.seed_list(3, 10)?;
     let test = demand::test_grid()?;
     let setting = format!(
         "n = {} ({} per stage), ρ = {}, {} epochs, λ = {}, proximal on {}, {} seeds (mean ± std)",
@@ -909,7 +913,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     if !o.pulls.is_empty() {
         tables.push(pull_sweep(&o, &data[0], &test, &mut grid)?);
     }
-    cfg.run_dir("dfiv")?.finish(
+    Ok(cfg.run_dir("dfiv")?.finish(
         "dfiv",
         Plot::Curves {
             title: "dfiv: structural test MSE (no refit) by epoch",
@@ -919,5 +923,5 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         },
         model,
         tables,
-    )
+    )?)
 }

@@ -11,11 +11,12 @@
 
 use super::regression::molecule_data;
 use crate::cli::RunConfig;
+use crate::error::{Error, Result};
 use crate::report::{mean_std, svg, Plot, Table};
 use autograd::{no_grad, Var};
 use nn::{Activation, Mlp, Module, ParamStore};
 use optim::closed_form::{ridge_solution, SolveForm};
-use tensor::{Error, Result, Rng, Tensor};
+use tensor::{Rng, Tensor};
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
@@ -69,7 +70,7 @@ impl Quadratic {
         if gag <= 0.0 {
             return Ok(w.clone());
         }
-        w.sub(&g.mul_scalar(gg / (2.0 * gag)))
+        Ok(w.sub(&g.mul_scalar(gg / (2.0 * gag)))?)
     }
 }
 
@@ -98,7 +99,7 @@ fn features(x: &Tensor<f64>, width: usize, gain: f64, seed: u64) -> Result<Tenso
     }
     let phi = no_grad(|| backbone.forward(&Var::constant(x.clone()))?.tanh())?;
     let ones = Tensor::ones(&[x.shape()[0], 1])?;
-    Tensor::cat(&[phi.value(), &ones], 1)
+    Ok(Tensor::cat(&[phi.value(), &ones], 1)?)
 }
 
 fn measure(phi: &Tensor<f64>, y: &Tensor<f64>, beta: f64, max_steps: usize) -> Result<Measured> {
@@ -179,9 +180,7 @@ impl Options {
             || gains.iter().any(|g| !(g.is_finite() && *g > 0.0))
             || !(beta > 0.0 && beta.is_finite())
         {
-            return Err(Error::value(
-                "closed-form-one-step",
-                format!("needs positive widths, finite positive gains and a finite β > 0, got {widths:?}, {gains:?}, {beta}"),
+            return Err(Error::usage(format!("needs positive widths, finite positive gains and a finite β > 0, got {widths:?}, {gains:?}, {beta}"),
             ));
         }
         Ok(Options {
@@ -312,7 +311,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let seeds = cfg.seed_list(3, 3)?;
     let mut table = table(o.beta, train.len(), seeds.len());
     let points = measure_all(&o, (&train.x, &y), &seeds, &mut table)?;
-    cfg.run_dir("closed-form-one-step")?.finish(
+    Ok(cfg.run_dir("closed-form-one-step")?.finish(
         "closed-form-one-step",
         Plot::Panels {
             title: "closed-form-one-step: one gradient step vs the condition number",
@@ -320,7 +319,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         },
         Vec::new(),
         vec![table],
-    )
+    )?)
 }
 
 #[cfg(test)]

@@ -11,10 +11,10 @@ use super::comparison::{BUDGET_OPTIONS, SELECTION_OPTIONS};
 use crate::cli::RunConfig;
 use crate::data::builtin;
 use crate::data::digit_pairs::digit_pairs;
+use crate::error::{Error, Result};
 use crate::experiments::images::Split;
 use crate::grid::Grid;
 use crate::report::{Metrics, Plot, Table};
-use tensor::{Error, Result};
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
@@ -40,15 +40,12 @@ fn pairs(cfg: &RunConfig) -> Result<Split> {
     };
     let counts: Vec<usize> = cfg.opt_list("pairs", default)?;
     let [train, test] = counts[..] else {
-        return Err(Error::value(
-            "closed-form-pairs",
-            format!("--pairs takes two counts (train,test), got {counts:?}"),
-        ));
+        return Err(Error::usage(format!(
+            "--pairs takes two counts (train,test), got {counts:?}"
+        )));
     };
     if train < 200 || test < 100 {
-        return Err(Error::value(
-            "closed-form-pairs",
-            format!("--pairs needs at least 200 training and 100 test pairs (two per class), got {train},{test}"),
+        return Err(Error::usage(format!("--pairs needs at least 200 training and 100 test pairs (two per class), got {train},{test}"),
         ));
     }
     let (train_digits, test_digits) = builtin::mnist()?;
@@ -75,7 +72,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         &mut grid,
         (&mut metrics, &mut model),
     )?;
-    cfg.run_dir("closed-form-pairs")?.finish(
+    Ok(cfg.run_dir("closed-form-pairs")?.finish(
         "closed-form-pairs",
         Plot::Curves {
             title: "closed-form-pairs: test accuracy on 100 classes",
@@ -85,5 +82,5 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         },
         model,
         tables,
-    )
+    )?)
 }

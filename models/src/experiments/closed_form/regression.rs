@@ -9,12 +9,13 @@ use super::comparison::{
 use super::{Backbone, Method, Settings, Task};
 use crate::cli::RunConfig;
 use crate::data::{builtin, molecules, qm9, Dataset, Standardizer, Targets};
+use crate::error::{Error, Result};
 use crate::experiments::diabetes;
 use crate::grid::Grid;
 use crate::report::evidence::Better;
 use crate::report::{Metrics, Plot, Table};
 use nn::checkpoint::NamedTensors;
-use tensor::{Error, Result, Rng, Tensor};
+use tensor::{Rng, Tensor};
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
@@ -65,10 +66,10 @@ fn standardised_split(data: Dataset) -> Result<(Dataset, Dataset, Standardizer)>
     let xs = Standardizer::fit(&train.x)?;
     let ys = Standardizer::fit(train.values()?)?;
     let norm = |d: &Dataset| -> Result<Dataset> {
-        Dataset::new(
+        Ok(Dataset::new(
             xs.transform(&d.x)?,
             Targets::Values(ys.transform(d.values()?)?),
-        )
+        )?)
     };
     Ok((norm(&train)?, norm(&test)?, ys))
 }
@@ -104,16 +105,14 @@ impl Options {
                 "both" => wanted.extend(["molecules", "diabetes"]),
                 n if DATASETS.contains(&n) => wanted.push(n),
                 _ => {
-                    return Err(Error::value(
-                        "closed-form-regression",
-                        format!("--datasets takes molecules, qm9, diabetes or both, got '{name}'"),
-                    ))
+                    return Err(Error::usage(format!(
+                        "--datasets takes molecules, qm9, diabetes or both, got '{name}'"
+                    )))
                 }
             }
         }
         if wanted.is_empty() {
-            return Err(Error::value(
-                "closed-form-regression",
+            return Err(Error::usage(
                 "--datasets is empty: name at least one of molecules, qm9, diabetes",
             ));
         }
@@ -191,9 +190,9 @@ fn datasets(o: &Options) -> Result<Vec<Data>> {
 fn mse_against<'a>(
     ys: &'a Standardizer,
     values: &Tensor<f64>,
-) -> Result<impl Fn(&Tensor<f64>) -> Result<f64> + 'a> {
+) -> Result<impl Fn(&Tensor<f64>) -> tensor::Result<f64> + 'a> {
     let truth = ys.inverse(values)?;
-    Ok(move |pred: &Tensor<f64>| -> Result<f64> {
+    Ok(move |pred: &Tensor<f64>| -> tensor::Result<f64> {
         ys.inverse(pred)?.sub(&truth)?.square().mean_all()?.item()
     })
 }
@@ -271,7 +270,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     for d in &datasets(&o)? {
         tables.extend(compare(&o, d, &mut grid, (&mut metrics, &mut model))?);
     }
-    cfg.run_dir("closed-form-regression")?.finish(
+    Ok(cfg.run_dir("closed-form-regression")?.finish(
         "closed-form-regression",
         Plot::Curves {
             title: "closed-form regression: test MSE",
@@ -281,5 +280,5 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         },
         model,
         tables,
-    )
+    )?)
 }

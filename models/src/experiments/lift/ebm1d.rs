@@ -20,6 +20,7 @@ use super::{
 };
 use crate::cli::RunConfig;
 use crate::data::toy::Target1d;
+use crate::error::{Error, Result};
 use crate::grid::{Grid, Numbers};
 use crate::report::heatmap::{self, Heatmap};
 use crate::report::{Metrics, Plot, Table};
@@ -28,7 +29,7 @@ use autograd::{no_grad, Var};
 use nn::checkpoint::NamedTensors;
 use optim::lift::{LiftConfig, LiftVariant};
 use optim::AdamConfig;
-use tensor::{Error, Result, Rng, Tensor};
+use tensor::{Rng, Tensor};
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
@@ -72,11 +73,11 @@ fn grid(target: Target1d, n: usize) -> Result<(Tensor<f64>, f64)> {
 
 /// log Z = logsumexp(−F(grid)) + ln dx, differentiable.
 fn log_partition(m: &Model, w: &[Var<f64>], g: &Var<f64>, dx: f64) -> Result<Var<f64>> {
-    m.net
+    Ok(m.net
         .forward_with(g, w)?
         .neg()?
         .logsumexp(&[0, 1], false)?
-        .add_scalar(dx.ln())
+        .add_scalar(dx.ln())?)
 }
 
 /// Total-variation distance between the model (weights `w`) and the target on an
@@ -299,7 +300,7 @@ fn train_one(run: &Run1d, metrics: &mut Metrics) -> Result<RunResult> {
         cell_name(strategy, lift.variant),
         target.name()
     );
-    let loss = |m: &Model, w: &[Var<f64>], batch: &Tensor<f64>| -> Result<Var<f64>> {
+    let loss = |m: &Model, w: &[Var<f64>], batch: &Tensor<f64>| -> tensor::Result<Var<f64>> {
         let fx = m
             .net
             .forward_with(&Var::constant(batch.clone()), w)?
@@ -317,7 +318,7 @@ fn train_one(run: &Run1d, metrics: &mut Metrics) -> Result<RunResult> {
         .filter(|p| strategy.lifts() && p.name().starts_with("positivity"))
         .collect();
     let snap_every = (iterations / 40).max(1);
-    let after = |m: &mut Model, it: usize, metrics: &mut Metrics| -> Result<()> {
+    let after = |m: &mut Model, it: usize, metrics: &mut Metrics| -> tensor::Result<()> {
         if (tracked || probe_every > 0) && (it.is_multiple_of(track_every) || it == 1) {
             let exits = track.record(m, &pin, strategy == Strategy::Pgd)?;
             metrics.push(&series, it, "shoulder_exits", exits);
@@ -343,7 +344,7 @@ fn train_one(run: &Run1d, metrics: &mut Metrics) -> Result<RunResult> {
         }
         Ok(())
     };
-    let scores = |m: &Model| -> Result<Vec<(String, f64)>> {
+    let scores = |m: &Model| -> tensor::Result<Vec<(String, f64)>> {
         let occupancy = m.positivity.shoulder_occupancy(&pin)?;
         let w = m.positivity.weights(&pin)?;
         let tv = total_variation(m, &w, target, 2000)?;
@@ -372,10 +373,10 @@ fn train_one(run: &Run1d, metrics: &mut Metrics) -> Result<RunResult> {
         let (coarse, cdx) = grid(target, 2000)?;
         let coarse = Var::constant(coarse);
         let score = |m: &Model, w: &[Var<f64>]| -> Result<f64> {
-            no_grad(|| {
+            Ok(no_grad(|| {
                 let lz = log_partition(m, w, &coarse, cdx)?;
                 m.net.forward_with(&test, w)?.mean_all()?.add(&lz)?.item()
-            })
+            })?)
         };
         let cell = cell_name(strategy, lift.variant);
         let slice = Slice::of(&theta_path)?;
@@ -485,8 +486,7 @@ impl Options {
         let iterations = cfg.opt_positive("iterations", if cfg.quick { 500 } else { 3000 })?;
         let landscape = cfg.opt("landscape", if cfg.quick { 15 } else { 31 })?;
         if landscape == 1 {
-            return Err(Error::value(
-                "lift-ebm-1d",
+            return Err(Error::usage(
                 "--landscape needs at least 2 grid points per axis (or 0 for none)",
             ));
         }
@@ -500,7 +500,7 @@ impl Options {
             .opt_list("targets", &default_targets)?
             .iter()
             .map(|t| Target1d::parse(t))
-            .collect::<Result<_>>()?;
+            .collect::<tensor::Result<_>>()?;
         Ok(Options {
             iterations,
             width: cfg.opt_positive("width", if cfg.quick { 32 } else { 128 })?,
@@ -664,7 +664,7 @@ fn headline(
     let (arms, choice) = controls::train_with_controls(arms, &o.multipliers, |strategy| {
         let parts = (&mut *t, &mut *metrics, &mut *model);
         train_arm(o, (target, strategy), grid, parts)?;
-        grid.values(&strategy.name(), name, "val_nll")
+        Ok(grid.values(&strategy.name(), name, "val_nll")?)
     })?;
     controls::choice_rows(&mut t.choice, name, &choice);
     let (mut all_tv, mut all_nll) = (Vec::new(), Vec::new());
@@ -768,7 +768,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             ),
         )?;
     }
-    dir.finish(
+    Ok(dir.finish(
         "lift-ebm-1d",
         Plot::Curves {
             title: "lift-ebm-1d: total variation, NLL and shoulder occupancy over training",
@@ -784,7 +784,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         },
         model,
         tables,
-    )
+    )?)
 }
 
 /// A row of the escape table.

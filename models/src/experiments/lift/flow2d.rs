@@ -29,13 +29,14 @@ use super::{
 use crate::cli::RunConfig;
 use crate::data::gaussian::Gaussian;
 use crate::data::toy::Target2d;
+use crate::error::Result;
 use crate::grid::{Grid, Numbers};
 use crate::report::{mean_std, svg, Metrics, Plot, Table};
 use autograd::{grad, no_grad, Var};
 use nn::checkpoint::NamedTensors;
 use optim::lift::{LiftConfig, LiftVariant};
 use optim::AdamConfig;
-use tensor::{Error, Result, Rng, Tensor};
+use tensor::{Rng, Tensor};
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
@@ -121,27 +122,27 @@ fn log_density(m: &Model, w: &[Var<f64>], x: &Tensor<f64>) -> Result<Var<f64>> {
         .find(|(_, d)| !(*d > 0.0))
     {
         let p = x.to_vec();
-        return Err(Error::numerical(
+        return Err(tensor::Error::numerical(
             "lift-flow-2d",
             format!(
                 "det ∇²F = {d:e} ≤ 0 at sample {i}, x = ({}, {}): the potential lost strong convexity",
                 p[2 * i],
                 p[2 * i + 1]
             ),
-        ));
+        ).into());
     }
     let log_normal = z
         .square()?
         .sum(&[1], true)?
         .mul_scalar(-0.5)?
         .add_scalar(-(2.0 * std::f64::consts::PI).ln())?;
-    log_normal.add(&det.ln()?)
+    Ok(log_normal.add(&det.ln()?)?)
 }
 
 /// The test NLL of the Gaussian with the target's mean and covariance (fitted on
 /// 20,000 samples): the plateau of a flow whose ICNN term stays flat.
 pub fn moment_matched_nll(target: Target2d, test: &Tensor<f64>) -> Result<f64> {
-    Gaussian::fit(&target.sample(20_000, &mut Rng::new(4242))?)?.nll(test)
+    Ok(Gaussian::fit(&target.sample(20_000, &mut Rng::new(4242))?)?.nll(test)?)
 }
 
 /// A seed counts as off the plateau when its test NLL is this many nats below the
@@ -236,11 +237,11 @@ impl FlowRun {
             self.lift.slack_init,
             self.seed
         );
-        let loss = |m: &Model, w: &[Var<f64>], batch: &Tensor<f64>| -> Result<Var<f64>> {
+        let loss = |m: &Model, w: &[Var<f64>], batch: &Tensor<f64>| -> tensor::Result<Var<f64>> {
             log_density(m, w, batch)?.mean_all()?.neg()
         };
         let mut probes = Vec::new();
-        let after = |m: &mut Model, it: usize, metrics: &mut Metrics| -> Result<()> {
+        let after = |m: &mut Model, it: usize, metrics: &mut Metrics| -> tensor::Result<()> {
             // Step decay ×0.5 at 2/3 of the run.
             if it + 1 == 2 * self.iterations / 3 {
                 m.optimizer.scale_lr(0.5)?;
@@ -358,7 +359,7 @@ impl Options {
             )?
             .iter()
             .map(|t| Target2d::parse(t))
-            .collect::<Result<_>>()?;
+            .collect::<tensor::Result<_>>()?;
         let sweep: &[f64] = if cfg.quick {
             &[]
         } else {
@@ -523,7 +524,7 @@ fn headline(
     let (arms, choice) = controls::train_with_controls(arms, &o.multipliers, |strategy| {
         let parts = (&mut *t, &mut *metrics, &mut *model);
         train_arm(o, (target, strategy, &r), grid, parts)?;
-        grid.values(&strategy.name(), name, "val_nll")
+        Ok(grid.values(&strategy.name(), name, "val_nll")?)
     })?;
     controls::choice_rows(&mut t.choice, &r.label, &choice);
     let (mut runs, mut by_strategy) = (Vec::new(), Vec::new());
@@ -638,7 +639,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         "distribution.svg",
         &svg::render("lift-flow-2d: test NLL over seeds", &t.panels),
     )?;
-    dir.finish(
+    Ok(dir.finish(
         "lift-flow-2d",
         Plot::Curves {
             title: "lift-flow-2d: training NLL and σ²_Jac",
@@ -648,7 +649,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         },
         model,
         tables,
-    )
+    )?)
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ use super::{icnn_config, Convention, Model, Strategy};
 use crate::cli::RunConfig;
 use crate::data::gaussian::Gaussian;
 use crate::data::{builtin, Dataset};
+use crate::error::{Error, Result};
 use crate::grid::{Grid, Numbers};
 use crate::report::{mean_std, Metrics, Plot, Table};
 use crate::train::{train as train_loop, Batch, Batches, Budget, Cadence, Plan, Task, Training};
@@ -33,7 +34,7 @@ use autograd::{no_grad, Var};
 use nn::{Conv2d, Linear, Module, ParamStore};
 use optim::lift::LiftConfig;
 use optim::{Adam, AdamConfig};
-use tensor::{Conv2dSpec, Error, Result, Rng, Tensor};
+use tensor::{Conv2dSpec, Rng, Tensor};
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
@@ -79,9 +80,9 @@ struct Autoencoder {
 fn upsample(x: &Var<f64>) -> Result<Var<f64>> {
     let s = x.shape().to_vec();
     let ones = Var::constant(Tensor::ones(&[1, 1, 1, 2, 1, 2])?);
-    x.reshape(&[s[0], s[1], s[2], 1, s[3], 1])?
+    Ok(x.reshape(&[s[0], s[1], s[2], 1, s[3], 1])?
         .mul(&ones)?
-        .reshape(&[s[0], s[1], 2 * s[2], 2 * s[3]])
+        .reshape(&[s[0], s[1], 2 * s[2], 2 * s[3]])?)
 }
 
 impl Autoencoder {
@@ -113,7 +114,7 @@ impl Autoencoder {
         let n = x.shape()[0];
         let h = self.conv1.forward(&x.reshape(&[n, 1, 28, 28])?)?.silu()?;
         let h = self.conv2.forward(&h)?.silu()?;
-        self.to_code.forward(&h.reshape(&[n, 64 * 7 * 7])?)
+        Ok(self.to_code.forward(&h.reshape(&[n, 64 * 7 * 7])?)?)
     }
 
     /// Reconstruction logits `[n, 784]`.
@@ -121,7 +122,7 @@ impl Autoencoder {
         let n = z.shape()[0];
         let h = self.from_code.forward(z)?.silu()?.reshape(&[n, 64, 7, 7])?;
         let h = self.up1.forward(&upsample(&h)?)?.silu()?;
-        self.up2.forward(&upsample(&h)?)?.reshape(&[n, 784])
+        Ok(self.up2.forward(&upsample(&h)?)?.reshape(&[n, 784])?)
     }
 
     /// Codes `[n, 32]` of images `[n, 784]` without a graph, encoded 500 images at
@@ -136,13 +137,13 @@ impl Autoencoder {
                     .map(|v| v.value().clone())
             })
             .collect::<Result<Vec<_>>>()?;
-        Tensor::cat(&parts.iter().collect::<Vec<_>>(), 0)
+        Ok(Tensor::cat(&parts.iter().collect::<Vec<_>>(), 0)?)
     }
 
     /// Mean binary cross-entropy of the reconstructions, softplus(ℓ) − yℓ.
     fn bce(&self, x: &Var<f64>) -> Result<Var<f64>> {
         let logits = self.decode_logits(&self.encode(x)?)?;
-        logits.softplus()?.sub(&logits.mul(x)?)?.mean_all()
+        Ok(logits.softplus()?.sub(&logits.mul(x)?)?.mean_all()?)
     }
 }
 
@@ -154,15 +155,15 @@ struct Reconstruction<'a> {
 }
 
 impl Task for Reconstruction<'_> {
-    fn set_lr_factor(&mut self, factor: f64) -> Result<()> {
+    fn set_lr_factor(&mut self, factor: f64) -> tensor::Result<()> {
         self.training.set_lr_factor(factor)
     }
 
-    fn step(&mut self, idx: &[usize]) -> Result<f64> {
+    fn step(&mut self, idx: &[usize]) -> tensor::Result<f64> {
         let x = Var::constant(self.train.index_select(0, idx)?);
         let ae = self.ae;
         self.training.step(&Batch {
-            loss: &|| ae.bce(&x),
+            loss: &|| Ok(ae.bce(&x)?),
             head: None,
         })
     }
@@ -210,12 +211,12 @@ fn log_partition(
     log_q: &Tensor<f64>,
 ) -> Result<Var<f64>> {
     let count = xs.shape()[0] as f64;
-    m.net
+    Ok(m.net
         .forward_with(&Var::constant(xs.clone()), w)?
         .neg()?
         .sub(&Var::constant(log_q.clone()))?
         .logsumexp(&[0, 1], false)?
-        .add_scalar(-count.ln())
+        .add_scalar(-count.ln())?)
 }
 
 /// log Ẑ from `repeats` × `m` draws and its delta-method standard error.
@@ -273,17 +274,14 @@ impl Options {
         let width: usize = cfg.opt("width", 128)?;
         let proposals: usize = cfg.opt("proposals", 1024)?;
         if ae_epochs == 0 || iterations == 0 || width == 0 || proposals < 2 {
-            return Err(Error::value(
-                "lift-ebm-latent",
-                format!("needs positive --ae-epochs, --iterations, --width and --proposals ≥ 2, got {ae_epochs}, {iterations}, {width}, {proposals}"),
+            return Err(Error::usage(format!("needs positive --ae-epochs, --iterations, --width and --proposals ≥ 2, got {ae_epochs}, {iterations}, {width}, {proposals}"),
             ));
         }
         let images: usize = cfg.opt("images", 0)?;
         if images > 0 && images < 128 {
-            return Err(Error::value(
-                "lift-ebm-latent",
-                format!("--images needs at least one autoencoder batch of 128, got {images}"),
-            ));
+            return Err(Error::usage(format!(
+                "--images needs at least one autoencoder batch of 128, got {images}"
+            )));
         }
         Ok(Options {
             ae_epochs,
@@ -414,13 +412,13 @@ fn train_ebm(
     )?;
     let mut data_rng = Rng::new(seed ^ 0x1a7e);
     let n = codes.train.shape()[0];
-    let step = |m: &mut Model| -> Result<f64> {
+    let step = |m: &mut Model| -> tensor::Result<f64> {
         let idx: Vec<usize> = (0..256)
             .map(|_| data_rng.below(n as u64).map(|i| i as usize))
-            .collect::<Result<_>>()?;
+            .collect::<tensor::Result<_>>()?;
         let batch = codes.train.index_select(0, &idx)?;
         let (xs, lq) = codes.gauss.sample(o.proposals, &mut data_rng)?;
-        let loss = |m: &Model, w: &[Var<f64>], b: &Tensor<f64>| -> Result<Var<f64>> {
+        let loss = |m: &Model, w: &[Var<f64>], b: &Tensor<f64>| -> tensor::Result<Var<f64>> {
             m.net
                 .forward_with(&Var::constant(b.clone()), w)?
                 .mean_all()?
@@ -501,7 +499,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         by_strategy.push((strategy, nlls));
     }
     table.evidence = super::lift_evidence("lift-ebm-latent, MNIST codes", "test NLL", &by_strategy);
-    cfg.run_dir("lift-ebm-latent")?.finish(
+    Ok(cfg.run_dir("lift-ebm-latent")?.finish(
         "lift-ebm-latent",
         Plot::Curves {
             title: "lift-ebm-latent: training NLL (importance-sampled log Z)",
@@ -511,7 +509,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         },
         ae.store.to_tensors(),
         vec![table],
-    )
+    )?)
 }
 
 #[cfg(test)]

@@ -93,7 +93,7 @@ pub fn run_target(
     let mut train = |strategy: Strategy, rule: Rule, start: Convention, grid: &mut Grid| {
         let arm = arm(strategy, &rule, start);
         grid.run(&arm, name, metrics, |seed, _, m| {
-            run(strategy, &rule, start, seed, m)
+            Ok(run(strategy, &rule, start, seed, m)?)
         })?;
         Ok::<String, tensor::Error>(arm)
     };

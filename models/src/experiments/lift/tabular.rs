@@ -35,12 +35,13 @@ use super::{
 use crate::cli::RunConfig;
 use crate::data::gaussian::Gaussian;
 use crate::data::tabular::{load_hepmass, Marginals, StandIn, TabularSplits};
+use crate::error::{Error, Result};
 use crate::grid::{Grid, Numbers};
 use crate::report::{mean_std, Metrics, Plot, Table};
 use autograd::{grad, no_grad, Var};
 use optim::lift::LiftConfig;
 use optim::AdamConfig;
-use tensor::{Error, Result, Rng, Tensor};
+use tensor::{Rng, Tensor};
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
@@ -86,7 +87,7 @@ fn log_density(m: &Model, w: &[Var<f64>], x: &Tensor<f64>, train: bool) -> Resul
             let zj = z.narrow(1, j, 1)?.sum_all()?;
             Ok(grad(&[&zj], &[&xv], None, train)?.remove(0))
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<tensor::Result<Vec<_>>>()?;
     let hessian = Var::stack(&rows.iter().collect::<Vec<_>>(), 1)?;
     let log_det = hessian.logdet_spd().map_err(|e| {
         let h = hessian.value();
@@ -97,7 +98,7 @@ fn log_density(m: &Model, w: &[Var<f64>], x: &Tensor<f64>, train: bool) -> Resul
                 .is_err()
         });
         match first {
-            Some(i) => Error::numerical(
+            Some(i) => tensor::Error::numerical(
                 "lift-flow-tabular",
                 format!("∇²F is not positive definite at sample {i} of the batch: the potential lost strong convexity ({e})"),
             ),
@@ -109,7 +110,7 @@ fn log_density(m: &Model, w: &[Var<f64>], x: &Tensor<f64>, train: bool) -> Resul
         .sum(&[1], false)?
         .mul_scalar(-0.5)?
         .add_scalar(-0.5 * d as f64 * (2.0 * std::f64::consts::PI).ln())?;
-    log_normal.add(&log_det)
+    Ok(log_normal.add(&log_det)?)
 }
 
 /// The NLL of each row of `x` under the flow with fixed weights `w`, in chunks.
@@ -204,16 +205,16 @@ impl TabularRun<'_> {
             &mut rng,
         )?;
         let series = format!("{}/seed{}", self.strategy.name(), self.seed);
-        let loss = |m: &Model, w: &[Var<f64>], b: &Tensor<f64>| -> Result<Var<f64>> {
+        let loss = |m: &Model, w: &[Var<f64>], b: &Tensor<f64>| -> tensor::Result<Var<f64>> {
             log_density(m, w, b, true)?.mean_all()?.neg()
         };
         let n = self.data.train.shape()[0];
         let mut data_rng = Rng::new(self.seed ^ 0x7ab);
         // Bootstrap batches, as the lift repository samples its tabular data.
-        let step = |m: &mut Model| -> Result<f64> {
+        let step = |m: &mut Model| -> tensor::Result<f64> {
             let idx: Vec<usize> = (0..self.batch)
                 .map(|_| data_rng.below(n as u64).map(|i| i as usize))
-                .collect::<Result<_>>()?;
+                .collect::<tensor::Result<_>>()?;
             m.step(
                 &self.data.train.index_select(0, &idx)?,
                 f64::INFINITY,
@@ -223,7 +224,7 @@ impl TabularRun<'_> {
         // The validation NLL every tenth of the run; the best one's parameters kept.
         let every = (self.iterations / 10).max(1);
         let mut best: Option<(f64, usize, Vec<Tensor<f64>>)> = None;
-        let after = |m: &mut Model, it: usize, metrics: &mut Metrics| -> Result<()> {
+        let after = |m: &mut Model, it: usize, metrics: &mut Metrics| -> tensor::Result<()> {
             if it.is_multiple_of(every) {
                 let v = nll(m, &pinned(m, &self.data.train)?, &self.data.validation)?;
                 metrics.push(&series, it, "validation_nll", v);
@@ -329,15 +330,13 @@ impl Options {
             "mixed" => Marginals::Mixed,
             "t3" => Marginals::StudentT3,
             other => {
-                return Err(Error::value(
-                    "lift-flow-tabular",
-                    format!("--marginals must be mixed or t3, got '{other}'"),
-                ))
+                return Err(Error::usage(format!(
+                    "--marginals must be mixed or t3, got '{other}'"
+                )))
             }
         };
         if cfg.data.is_some() && cfg.has("marginals") {
-            return Err(Error::value(
-                "lift-flow-tabular",
+            return Err(Error::usage(
                 "--marginals chooses the built-in stand-in's, so it cannot go with --data",
             ));
         }
@@ -357,12 +356,9 @@ impl Options {
                     continue;
                 }
                 other => {
-                    return Err(Error::value(
-                        "lift-flow-tabular",
-                        format!(
-                            "--methods takes pgd, softplus, lift, fast and code, got '{other}'"
-                        ),
-                    ))
+                    return Err(Error::usage(format!(
+                        "--methods takes pgd, softplus, lift, fast and code, got '{other}'"
+                    )))
                 }
             });
         }
@@ -518,12 +514,12 @@ fn strategies(
     grid: &mut Grid,
     (table, choice_table, metrics): (&mut Table, &mut Table, &mut Metrics),
 ) -> Result<()> {
-    let mut train = |strategy: Strategy| {
+    let mut train = |strategy: Strategy| -> tensor::Result<Vec<f64>> {
         grid.run(&strategy.name(), "", metrics, |seed, _, metrics| {
             let out = o.tabular(&p.data, strategy, seed).train(metrics)?;
             Ok(out.numbers(p.jacobian))
         })?;
-        grid.values(&strategy.name(), "", "validation")
+        Ok(grid.values(&strategy.name(), "", "validation")?)
     };
     let arms = if o.multipliers.is_empty() {
         for &strategy in &o.strategies {
@@ -602,7 +598,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     if !o.multipliers.is_empty() {
         tables.push(choice);
     }
-    cfg.run_dir("lift-flow-tabular")?.finish(
+    Ok(cfg.run_dir("lift-flow-tabular")?.finish(
         "lift-flow-tabular",
         Plot::Curves {
             title: "lift-flow-tabular: training NLL",
@@ -612,7 +608,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         },
         Vec::new(),
         tables,
-    )
+    )?)
 }
 
 #[cfg(test)]

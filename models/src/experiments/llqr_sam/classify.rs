@@ -12,6 +12,7 @@
 use super::network::Model;
 use crate::cli::RunConfig;
 use crate::data::Dataset;
+use crate::error::{Error, Result};
 use crate::experiments::images::{self, ImageSet};
 use crate::grid::Grid;
 use crate::report::evidence::{Better, Claim, Evidence};
@@ -27,7 +28,7 @@ use nn::checkpoint::AnyTensor;
 use nn::{loss, Module, ParamStore};
 use optim::llqr::{Geometry, PerturbationNorm};
 use optim::Schedule;
-use tensor::{Error, Result, Rng};
+use tensor::Rng;
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
@@ -185,11 +186,11 @@ struct NoisyLabels<'a> {
 }
 
 impl Task for NoisyLabels<'_> {
-    fn set_lr_factor(&mut self, factor: f64) -> Result<()> {
+    fn set_lr_factor(&mut self, factor: f64) -> tensor::Result<()> {
         self.training.set_lr_factor(factor)
     }
 
-    fn before_step(&mut self, step: usize, metrics: &mut Metrics) -> Result<()> {
+    fn before_step(&mut self, step: usize, metrics: &mut Metrics) -> tensor::Result<()> {
         let (net, train, labels) = (self.net, self.train, self.labels);
         let (rng, count) = (&mut self.precond_rng, self.precond_batch);
         let held_rng = &mut self.held_out_rng;
@@ -214,7 +215,7 @@ impl Task for NoisyLabels<'_> {
         )
     }
 
-    fn step(&mut self, idx: &[usize]) -> Result<f64> {
+    fn step(&mut self, idx: &[usize]) -> tensor::Result<f64> {
         let x = Var::constant(batch_x(self.train, idx)?);
         let y: Vec<usize> = idx.iter().map(|&i| self.labels[i]).collect();
         let net = self.net;
@@ -225,7 +226,7 @@ impl Task for NoisyLabels<'_> {
         })
     }
 
-    fn evaluate(&mut self) -> Result<Vec<(String, f64)>> {
+    fn evaluate(&mut self) -> tensor::Result<Vec<(String, f64)>> {
         let (x, labels) = &self.test;
         let acc = loss::accuracy(self.net.forward(x)?.value(), labels)?;
         Ok(vec![("test_accuracy".into(), acc)])
@@ -342,10 +343,9 @@ impl ValidationLabels {
         match s {
             "clean" => Ok(ValidationLabels::Clean),
             "noisy" => Ok(ValidationLabels::Noisy),
-            _ => Err(Error::value(
-                "llqr-sam",
-                format!("--validation-labels '{s}': expected clean or noisy"),
-            )),
+            _ => Err(Error::usage(format!(
+                "--validation-labels '{s}': expected clean or noisy"
+            ))),
         }
     }
 
@@ -585,8 +585,7 @@ impl Options {
             || budget.hidden == 0
             || refreshes == Refreshes::PerRun(0)
         {
-            return Err(Error::value(
-                "llqr-sam",
+            return Err(Error::usage(
                 "--epochs, --batch, --hidden and --refreshes must be positive",
             ));
         }
@@ -602,17 +601,15 @@ impl Options {
             || rhos.iter().any(|r| !(r.is_finite() && *r > 0.0))
             || rhos.windows(2).any(|w| w[0] >= w[1])
         {
-            return Err(Error::value(
-                "llqr-sam",
-                format!("--rhos: positive, finite, ascending radii expected, got {rhos:?}"),
-            ));
+            return Err(Error::usage(format!(
+                "--rhos: positive, finite, ascending radii expected, got {rhos:?}"
+            )));
         }
         let fraction: f64 = cfg.opt("validation", 0.1)?;
         if !(fraction > 0.0 && fraction < 1.0) {
-            return Err(Error::value(
-                "llqr-sam",
-                format!("--validation: a fraction in (0, 1) expected, got {fraction}"),
-            ));
+            return Err(Error::usage(format!(
+                "--validation: a fraction in (0, 1) expected, got {fraction}"
+            )));
         }
         let labels = ValidationLabels::parse(&cfg.opt("validation-labels", "clean".to_string())?)?;
         let hyper = Hyper {
@@ -637,9 +634,9 @@ impl Options {
             )?
             .iter()
             .map(|t| Method::parse(t))
-            .collect::<Result<_>>()?;
+            .collect::<tensor::Result<_>>()?;
         if arms.is_empty() {
-            return Err(Error::value("llqr-sam", "--arms names none"));
+            return Err(Error::usage("--arms names none"));
         }
         let sweep = cfg.opt_list("inner-sweep", &[])?;
         let levels: Vec<f64> = cfg.opt_list(
@@ -651,10 +648,9 @@ impl Options {
             },
         )?;
         if levels.is_empty() || levels.iter().any(|p| !(0.0..100.0).contains(p)) {
-            return Err(Error::value(
-                "llqr-sam",
-                format!("--noise: percentages in [0, 100) expected, got {levels:?}"),
-            ));
+            return Err(Error::usage(format!(
+                "--noise: percentages in [0, 100) expected, got {levels:?}"
+            )));
         }
         Ok(Options {
             budget,
@@ -747,7 +743,7 @@ fn choose_rhos(o: &Options, data: &Data, seed: u64) -> Result<(Vec<Vec<f64>>, Op
                     Ok(r.accuracy)
                 })
             })
-            .collect::<Result<Vec<Choice>>>()?;
+            .collect::<tensor::Result<Vec<Choice>>>()?;
         for rho in scored_values(&choices) {
             let mut row = vec![method.name(), format!("{rho}")];
             row.extend(choices.iter().map(|c| match c.score(rho) {
@@ -1028,7 +1024,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
             (&mut metrics, &mut model),
         )?);
     }
-    cfg.run_dir("llqr-sam")?.finish(
+    Ok(cfg.run_dir("llqr-sam")?.finish(
         "llqr-sam",
         Plot::Curves {
             title: "llqr-sam",
@@ -1042,7 +1038,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         },
         model,
         tables,
-    )
+    )?)
 }
 
 /// "mean ± std %" over the runs that finished, noting how many diverged.

@@ -7,13 +7,14 @@
 //! the real `LlqrSam` optimiser with a fixed diagonal U.
 
 use crate::cli::RunConfig;
+use crate::error::Result;
 use crate::report::{Metrics, Plot, Table};
 use autograd::Var;
 use nn::checkpoint::AnyTensor;
 use nn::ParamStore;
 use optim::llqr::{LlqrConfig, LlqrSam, PerturbationNorm, Preconditioner};
 use optim::Optimizer;
-use tensor::{Result, Tensor};
+use tensor::Tensor;
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
@@ -48,7 +49,7 @@ impl Pothole {
     };
 
     /// The loss at `x`, differentiably.
-    pub fn loss(&self, x: &Var<f64>) -> Result<Var<f64>> {
+    pub fn loss(&self, x: &Var<f64>) -> tensor::Result<Var<f64>> {
         let bowl = x.square()?.mul_scalar(0.5 * self.lam_bar)?;
         let dip = x
             .sub_scalar(self.centre)?
@@ -121,7 +122,7 @@ impl Toy {
 
 /// Runs `toy` on the scalar loss `f` from `x0`; returns the iterates.
 pub fn scalar_run(
-    f: &dyn Fn(&Var<f64>) -> Result<Var<f64>>,
+    f: &dyn Fn(&Var<f64>) -> tensor::Result<Var<f64>>,
     x0: f64,
     (u, rho, norm): (f64, f64, PerturbationNorm),
     lr: f64,
@@ -230,10 +231,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let lr: f64 = cfg.opt("lr", 0.01)?;
     let points: usize = cfg.opt("grid", if cfg.quick { 16 } else { 40 })?;
     if points < 2 {
-        return Err(tensor::Error::value(
-            "pothole",
-            "--grid needs at least 2 points",
-        ));
+        return Err(tensor::Error::value("pothole", "--grid needs at least 2 points").into());
     }
     let p = Pothole::REFERENCE;
     let rhos = [0.01, 0.02, 0.03, 0.05, 0.1];
@@ -288,7 +286,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         escape.row(row);
     }
     let tables = vec![escape, hovering()?];
-    cfg.run_dir("pothole")?.finish(
+    Ok(cfg.run_dir("pothole")?.finish(
         "pothole",
         Plot::Curves {
             title:
@@ -299,5 +297,5 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         },
         finals,
         tables,
-    )
+    )?)
 }

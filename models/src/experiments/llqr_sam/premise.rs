@@ -23,13 +23,14 @@
 //!   for the natural-gradient step; the best diagonal U for one batch reaches 1).
 
 use crate::cli::RunConfig;
+use crate::error::{Error, Result};
 use crate::report::{median, Metrics, Plot, Table};
 use autograd::Var;
 use nn::checkpoint::AnyTensor;
 use nn::{Param, ParamStore};
 use optim::llqr::{Geometry, InnerSolve, LlqrConfig, LlqrSam, PerturbationNorm, Preconditioner};
 use optim::Optimizer;
-use tensor::{Error, Result, Rng, Tensor};
+use tensor::{Rng, Tensor};
 
 /// Options of this experiment.
 pub const OPTIONS: &[(&str, &str)] = &[
@@ -86,11 +87,11 @@ fn log_spaced(low: f64, high: f64) -> Vec<f64> {
 
 /// ½Σλ̄_kθ_k², differentiably.
 fn quadratic(theta: &Var<f64>, lam: &Tensor<f64>) -> Result<Var<f64>> {
-    theta
+    Ok(theta
         .square()?
         .mul(&Var::constant(lam.clone()))?
         .sum_all()?
-        .mul_scalar(0.5)
+        .mul_scalar(0.5)?)
 }
 
 /// The least-squares slope of `y` on `x`.
@@ -164,7 +165,7 @@ fn hovering(u: &[f64], lam: &Tensor<f64>, k: usize) -> Result<f64> {
     let (steps, last) = HOVER_STEPS;
     let mut amplitude = 0.0f64;
     for step in 0..steps {
-        opt.step_closure(&|| quadratic(&theta.var(), lam))?;
+        opt.step_closure(&|| Ok(quadratic(&theta.var(), lam)?))?;
         if step >= steps - last {
             amplitude = amplitude.max(theta.value().to_vec()[k].abs());
         }
@@ -194,7 +195,7 @@ fn checkpoints(refreshes: usize) -> Vec<usize> {
 /// A learner with the authors' inner solve (at `inner_lr`) and EMA for `geometry`,
 /// refreshed only when asked.
 fn learner(params: Vec<Param<f64>>, geometry: Geometry, inner_lr: f64) -> Result<LlqrSam<f64>> {
-    LlqrSam::new(
+    Ok(LlqrSam::new(
         params,
         LlqrConfig {
             geometry,
@@ -211,7 +212,7 @@ fn learner(params: Vec<Param<f64>>, geometry: Geometry, inner_lr: f64) -> Result
             },
             ..LlqrConfig::default()
         },
-    )
+    )?)
 }
 
 /// The Newton table: U learned on the quadratic at each gradient scale, read at
@@ -266,7 +267,7 @@ fn newton(
                 .map(|l| s / l.sqrt() * rng.normal())
                 .collect();
             theta.set(Tensor::from_vec(point, &[DIM])?)?;
-            l.refresh_newton(&|| quadratic(&theta.var(), &lam))?;
+            l.refresh_newton(&|| Ok(quadratic(&theta.var(), &lam)?))?;
             let u = diagonal(l.preconditioner());
             let scaled: Vec<f64> = u.iter().zip(&lam_values).map(|(a, b)| a * b).collect();
             metrics.push(
@@ -319,7 +320,7 @@ fn softmax_batch(sigma: &[f64], rng: &mut Rng) -> Result<(Tensor<f64>, Vec<usize
         .collect();
     let labels = (0..BATCH)
         .map(|_| rng.below(CLASSES as u64).map(|c| c as usize))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<tensor::Result<Vec<_>>>()?;
     Ok((Tensor::from_vec(x, &[BATCH, DIM])?, labels))
 }
 
@@ -330,9 +331,9 @@ fn softmax_gradient(x: &Tensor<f64>, labels: &[usize]) -> Result<Tensor<f64>> {
     for (n, &c) in labels.iter().enumerate() {
         residual[n * CLASSES + c] -= 1.0;
     }
-    x.t()?
+    Ok(x.t()?
         .matmul(&Tensor::from_vec(residual, &[BATCH, CLASSES])?)
-        .map(|t| t.mul_scalar(1.0 / BATCH as f64))
+        .map(|t| t.mul_scalar(1.0 / BATCH as f64))?)
 }
 
 /// The share of the natural-gradient model decrease U's step attains on the batch
@@ -359,7 +360,7 @@ fn model_values(
     let bv = gram.matmul(&v)?;
     let centred = bv.sub(&bv.sum(&[1], true)?.mul_scalar(1.0 / k))?;
     let fv = centred.mul_scalar(scale / k);
-    let dot = |a: &Tensor<f64>, b: &Tensor<f64>| -> Result<f64> { a.mul(b)?.sum_all().item() };
+    let dot = |a: &Tensor<f64>, b: &Tensor<f64>| -> Result<f64> { Ok(a.mul(b)?.sum_all().item()?) };
     let j_u = -dot(&g, &v)? + 0.5 * dot(&v, &fv)?;
     let j_star = -0.5 * (k / scale) * dot(&g, &gram.solve_spd(&g)?)?;
     Ok((j_u, j_star))
@@ -486,9 +487,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         || scales.iter().any(|s| !(s.is_finite() && *s > 0.0))
         || !(inner_lr.is_finite() && inner_lr > 0.0)
     {
-        return Err(Error::value(
-            "llqr-premise",
-            format!(
+        return Err(Error::usage(format!(
                 "--refreshes in 1..=100000, positive finite --scales and --inner-lr expected, got {refreshes}, {scales:?}, {inner_lr}"
             ),
         ));
@@ -499,7 +498,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         newton((&scales, refreshes, inner_lr), &mut metrics, &mut finals)?,
         natural((refreshes, inner_lr), &mut metrics, &mut finals)?,
     ];
-    cfg.run_dir("llqr-premise")?.finish(
+    Ok(cfg.run_dir("llqr-premise")?.finish(
         "llqr-premise",
         Plot::Curves {
             title: "llqr-premise: median of U times the curvature it should invert (1 when U has learned it), by refresh",
@@ -509,7 +508,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
         },
         finals,
         tables,
-    )
+    )?)
 }
 
 #[cfg(test)]
