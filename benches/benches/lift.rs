@@ -35,6 +35,7 @@ fn step_cost(c: &mut Criterion) {
                 layers: 3,
                 activation: Activation::Softplus,
                 strong_convexity: 0.02,
+                act_norm: false,
             };
             let net = Icnn::new(&store.root().sub("icnn"), cfg, &mut rng).unwrap();
             let scope = store.root().sub("pos");

@@ -30,6 +30,7 @@ fn fit(lift: bool, steps: usize) -> Result<(f64, f64)> {
         layers: 2,
         activation: Activation::Softplus,
         strong_convexity: 0.0,
+        act_norm: false,
     };
     let net = Icnn::new(&store.root().sub("icnn"), cfg, &mut rng)?;
     let scope = store.root().sub("positivity");

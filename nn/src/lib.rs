@@ -37,6 +37,7 @@ pub mod nets;
 pub mod param;
 
 pub use layers::{
+    act_norm::ActNorm,
     attention::{causal_mask, padding_mask, scaled_dot_product_attention, MultiHeadAttention},
     conv::Conv2d,
     deepsets::DeepSets,

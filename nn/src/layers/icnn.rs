@@ -6,8 +6,14 @@
 //! c > 0). The non-negative weights are not stored here: a positivity strategy
 //! (projection, softplus reparametrisation, or the lift) supplies them at each forward
 //! pass, so that one network serves every strategy.
+//!
+//! With `act_norm`, CP-Flow's ICNN2: an [`ActNorm`] (per-unit shift and positive
+//! scale, started from a batch by [`Icnn::prime_act_norm`]) before every activation
+//! and on the output. A positive scale keeps every layer non-decreasing in its
+//! input, so F stays convex.
 
 use crate::init;
+use crate::layers::act_norm::ActNorm;
 use crate::module::Activation;
 use crate::param::{Param, Scope};
 use autograd::Var;
@@ -26,6 +32,9 @@ pub struct IcnnConfig {
     pub activation: Activation,
     /// Strong-convexity coefficient c ≥ 0 of the ½c‖x‖² term.
     pub strong_convexity: f64,
+    /// An [`ActNorm`] before every activation and on the output (CP-Flow's ICNN2);
+    /// false for the plain network of Amos et al.
+    pub act_norm: bool,
 }
 
 /// The unconstrained parameters of an ICNN; the constrained ones are passed to
@@ -37,7 +46,7 @@ pub struct IcnnConfig {
 /// use tensor::{Rng, Tensor};
 /// # fn main() -> tensor::Result<()> {
 /// let (store, mut rng) = (ParamStore::<f64>::new(), Rng::new(0));
-/// let cfg = IcnnConfig { input: 2, width: 8, layers: 3, activation: Activation::Softplus, strong_convexity: 0.0 };
+/// let cfg = IcnnConfig { input: 2, width: 8, layers: 3, activation: Activation::Softplus, strong_convexity: 0.0, act_norm: false };
 /// let icnn = Icnn::new(&store.root().sub("icnn"), cfg, &mut rng)?;
 /// // Non-negative weights: here the initial ones (in training, a strategy of `optim::lift`).
 /// let w: Vec<Var<f64>> = icnn.init_constrained(&mut rng)?.into_iter().map(Var::constant).collect();
@@ -61,6 +70,10 @@ pub struct Icnn<T: Element> {
     pub biases: Vec<Param<T>>,
     /// a_out `[1, input]`.
     pub out_skip: Param<T>,
+    /// With `act_norm`: one [`ActNorm`] over `width` units per hidden layer, then
+    /// one over the output (empty otherwise). Always the network's own parameters,
+    /// even when a hypernetwork emits the others.
+    pub act_norms: Vec<ActNorm<T>>,
 }
 
 impl<T: Element> Icnn<T> {
@@ -100,6 +113,13 @@ impl<T: Element> Icnn<T> {
             biases.push(scope.param(&format!("z{k}.bias"), Tensor::zeros(&[h])?)?);
         }
         let out_skip = scope.param("out.skip", init::xavier_uniform(&[1, d], 1.0, rng)?)?;
+        let mut act_norms = Vec::new();
+        if cfg.act_norm {
+            for k in 0..cfg.layers {
+                act_norms.push(ActNorm::new(&scope.sub(format!("act_norm{k}")), h)?);
+            }
+            act_norms.push(ActNorm::new(&scope.sub("act_norm.out"), 1)?);
+        }
         Ok(Icnn {
             cfg,
             first_weight,
@@ -107,6 +127,7 @@ impl<T: Element> Icnn<T> {
             skips,
             biases,
             out_skip,
+            act_norms,
         })
     }
 
@@ -154,6 +175,39 @@ impl<T: Element> Icnn<T> {
     /// ([`Icnn::free_shapes`]), which then replace the network's own: the authors'
     /// EBM lift emits every parameter.
     pub fn forward_with(&self, x: &Var<T>, weights: &[Var<T>]) -> Result<Var<T>> {
+        self.run(x, weights, false)
+    }
+
+    /// Primes every [`ActNorm`] on the batch `x` (layer by layer, each seeing the
+    /// units as the primed layers before it leave them), CP-Flow's data-dependent
+    /// start; `weights` as in [`Icnn::forward_with`]. An error when the network has
+    /// no ActNorm.
+    pub fn prime_act_norm(&self, x: &Tensor<T>, weights: &[Var<T>]) -> Result<()> {
+        if self.act_norms.is_empty() {
+            return Err(Error::value(
+                "Icnn",
+                "prime_act_norm on a network built without act_norm",
+            ));
+        }
+        autograd::no_grad(|| self.run(&Var::constant(x.clone()), weights, true)).map(|_| ())
+    }
+
+    /// The pre-activation `pre` through the ActNorm at `site` (primed first on
+    /// `pre` when `prime`), or unchanged without ActNorm.
+    fn normalise(&self, site: usize, pre: Var<T>, prime: bool) -> Result<Var<T>> {
+        match self.act_norms.get(site) {
+            None => Ok(pre),
+            Some(norm) => {
+                if prime {
+                    norm.prime(pre.value())?;
+                }
+                norm.forward(&pre)
+            }
+        }
+    }
+
+    /// The forward pass, priming each ActNorm on its way when `prime`.
+    fn run(&self, x: &Var<T>, weights: &[Var<T>], prime: bool) -> Result<Var<T>> {
         let shapes = self.constrained_shapes();
         let free_shapes = self.free_shapes();
         let mut expected = shapes.clone();
@@ -202,17 +256,19 @@ impl<T: Element> Icnn<T> {
             ));
         }
         let act = self.cfg.activation;
-        let mut z = act.apply(&x.matmul(&free[0].t()?)?.add(&free[1])?)?;
+        let first = x.matmul(&free[0].t()?)?.add(&free[1])?;
+        let mut z = act.apply(&self.normalise(0, first, prime)?)?;
         for k in 0..self.cfg.layers - 1 {
             let pre = z
                 .matmul(&constrained[k].t()?)?
                 .add(&x.matmul(&free[2 + 2 * k].t()?)?)?
                 .add(&free[3 + 2 * k])?;
-            z = act.apply(&pre)?;
+            z = act.apply(&self.normalise(k + 1, pre, prime)?)?;
         }
-        let mut f = z
+        let out = z
             .matmul(&constrained[self.cfg.layers - 1].t()?)?
             .add(&x.matmul(&free[free.len() - 1].t()?)?)?;
+        let mut f = self.normalise(self.cfg.layers, out, prime)?;
         if self.cfg.strong_convexity > 0.0 {
             f = f.add(
                 &x.square()?

@@ -1,5 +1,6 @@
 //! Layers.
 
+pub mod act_norm;
 pub mod attention;
 pub mod conv;
 pub mod deepsets;

@@ -5,6 +5,7 @@
 mod checkpoint;
 mod common;
 mod fno;
+mod icnn;
 mod layers;
 mod losses;
 mod torch_interop;

@@ -218,7 +218,7 @@ enum Body<T: Element> {
 /// use tensor::{Rng, Tensor};
 /// # fn main() -> tensor::Result<()> {
 /// let (store, mut rng) = (ParamStore::<f64>::new(), Rng::new(0));
-/// let cfg = IcnnConfig { input: 2, width: 8, layers: 2, activation: Activation::Softplus, strong_convexity: 0.1 };
+/// let cfg = IcnnConfig { input: 2, width: 8, layers: 2, activation: Activation::Softplus, strong_convexity: 0.1, act_norm: false };
 /// let icnn = Icnn::new(&store.root().sub("icnn"), cfg, &mut rng)?;
 /// let small = LiftConfig { hidden: vec![16], summary: 8, ..LiftConfig::default() };
 /// let lift = Lift::new(&store.root().sub("lift"), 2, icnn.constrained_shapes(), &small, &mut rng)?;

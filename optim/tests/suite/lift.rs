@@ -17,6 +17,7 @@ fn icnn(store: &ParamStore<f64>, d: usize, rng: &mut Rng) -> Icnn<f64> {
         layers: 3,
         activation: Activation::Softplus,
         strong_convexity: 0.05,
+        act_norm: false,
     };
     Icnn::new(&store.root().sub("icnn"), cfg, rng).unwrap()
 }
@@ -523,6 +524,7 @@ proptest::proptest! {
             layers,
             activation: if relu { Activation::Relu } else { Activation::Softplus },
             strong_convexity: 0.0,
+            act_norm: false,
         };
         let net = Icnn::new(&store.root().sub("icnn"), cfg, &mut rng).unwrap();
         let mut s = strategy(KINDS[kind], &store, &net, input, &mut rng);

@@ -42,7 +42,7 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("multipliers", MULTIPLIERS_HELP),
     (
         "sgd-lrs",
-        "the SGD study's learning rates: PGD, softplus, the lift and the learned-code lift also trained by plain SGD from the authors' start and from the shoulder start (latents at -4), the rate chosen per strategy and start on validation, with escape dynamics (quick none, full 0.001,0.01,0.1,1,10)",
+        "the SGD study's learning rates: PGD, softplus, the lift and the learned-code lift also trained by plain SGD from the authors' start and from the shoulder start (latents at -4), the rate chosen per strategy and start on validation, with escape dynamics (quick none, full 0.0001,0.001,0.01,0.1,1,10)",
     ),
     ("targets", "quick gumbel; full gumbel,laplace"),
     (

@@ -153,7 +153,8 @@ pub struct Model {
     pub optimizer: OptimizerGroups,
 }
 
-/// Trainable parameters of an ICNN with its constrained weights, for `width`.
+/// Trainable parameters of an ICNN with its constrained weights, for `width`
+/// (without its ActNorms: [`act_norm_params`]).
 fn icnn_params(input: usize, width: usize, layers: usize) -> usize {
     width * input
         + width
@@ -161,6 +162,16 @@ fn icnn_params(input: usize, width: usize, layers: usize) -> usize {
         + input
         + (layers - 1) * width * width
         + width
+}
+
+/// Trainable parameters of an ICNN's ActNorms (a shift and a log-scale per unit of
+/// each hidden layer and of the output), 0 without them.
+fn act_norm_params(cfg: &IcnnConfig, width: usize) -> usize {
+    if cfg.act_norm {
+        2 * (width * cfg.layers + 1)
+    } else {
+        0
+    }
 }
 
 /// Trainable parameters of the lift's hypernetwork for an ICNN of `width` (with
@@ -205,6 +216,12 @@ impl Model {
         rng: &mut Rng,
     ) -> Result<Model> {
         let mut cfg = cfg;
+        if cfg.act_norm && lift.emit_all && strategy.lifts() {
+            return Err(Error::value(
+                "lift experiment",
+                "ActNorm inside the ICNN goes with a lift that emits only the constrained weights (CP-Flow's); --emit all emits every other parameter",
+            ));
+        }
         if strategy == Strategy::SoftplusWide {
             // The smallest width whose softplus ICNN has at least the lift's count
             // (the ICNN's own free parameters, unless the lift emits them too).
@@ -213,10 +230,11 @@ impl Model {
             } else {
                 icnn_params(cfg.input, cfg.width, cfg.layers)
                     - ((cfg.layers - 1) * cfg.width * cfg.width + cfg.width)
+                    + act_norm_params(&cfg, cfg.width)
             };
             let target = own_free + lift_params(cfg.input, cfg.width, cfg.layers, lift);
             let mut w = cfg.width;
-            while icnn_params(cfg.input, w, cfg.layers) < target {
+            while icnn_params(cfg.input, w, cfg.layers) + act_norm_params(&cfg, w) < target {
                 w += 1;
             }
             cfg.width = w;
@@ -352,6 +370,7 @@ pub fn icnn_config(input: usize, width: usize, layers: usize, strong_convexity: 
         layers,
         activation: Activation::Softplus,
         strong_convexity,
+        act_norm: false,
     }
 }
 
@@ -564,6 +583,61 @@ mod tests {
         assert!(!slacks.is_empty() && slacks.iter().any(|&v| v == -4.0));
         let authors = model(Strategy::Softplus, Convention::Ebm);
         assert!(authors.positivity.shoulder_occupancy(&pin).unwrap() < 0.5);
+    }
+
+    #[test]
+    fn the_width_matched_control_counts_the_act_norms_too() {
+        // With ActNorm (CP-Flow's lift: constrained emission), the widened softplus
+        // has at least the lift's trainable count and one unit less would not.
+        let cfg = IcnnConfig {
+            act_norm: true,
+            ..icnn_config(3, 8, 3, 0.0)
+        };
+        let lift = LiftConfig {
+            hidden: vec![16],
+            summary: 8,
+            emit_all: false,
+            ..LiftConfig::default()
+        };
+        let build = |strategy, cfg: &IcnnConfig| {
+            let adam = Rule::Adam(optim::AdamConfig::adam(1e-3));
+            Model::new(
+                strategy,
+                Convention::CpFlow,
+                cfg.clone(),
+                &lift,
+                adam,
+                &[],
+                &mut Rng::new(2),
+            )
+        };
+        let lifted = build(Strategy::Lift, &cfg).unwrap().size();
+        let wide = build(Strategy::SoftplusWide, &cfg).unwrap();
+        let w = wide.net.config().width;
+        assert!(wide.size() >= lifted, "{} < {lifted}", wide.size());
+        let narrower = IcnnConfig {
+            width: w - 1,
+            ..cfg.clone()
+        };
+        assert!(build(Strategy::Softplus, &narrower).unwrap().size() < lifted);
+        assert_eq!(wide.net.act_norms.len(), 4);
+        // ActNorm with a lift that emits every parameter is refused: the norms
+        // would sit in the untrained template.
+        let all = LiftConfig {
+            emit_all: true,
+            ..lift.clone()
+        };
+        let adam = Rule::Adam(optim::AdamConfig::adam(1e-3));
+        let e = Model::new(
+            Strategy::Lift,
+            Convention::CpFlow,
+            cfg,
+            &all,
+            adam,
+            &[],
+            &mut Rng::new(2),
+        );
+        assert!(e.is_err_and(|e| e.to_string().contains("ActNorm")));
     }
 
     #[test]

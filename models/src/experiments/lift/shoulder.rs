@@ -19,7 +19,7 @@ use tensor::Result;
 
 /// The SGD learning rates of the full setting: decades, since the clipped
 /// gradient's scale differs between strategies by orders of magnitude.
-pub const SGD_LRS: [f64; 5] = [0.001, 0.01, 0.1, 1.0, 10.0];
+pub const SGD_LRS: [f64; 6] = [0.0001, 0.001, 0.01, 0.1, 1.0, 10.0];
 
 /// The latent every constrained weight starts at in the shoulder start.
 pub const SHOULDER_LATENT: f64 = -4.0;
