@@ -11,8 +11,9 @@
 //! fuse each multiply-subtract (so their bits agree with each other, and with the
 //! portable path's to rounding; they solve four rows of four vectors of columns at
 //! a time with AVX-512, four rows of two with AVX2, sixteen or eight chains in
-//! flight for their latency); the columns past the last whole vector take the
-//! portable path.
+//! flight for their latency); the columns past the last whole vector are solved one
+//! at a time with the same fused operations, so a column's bits do not depend on
+//! the vector width.
 
 use super::gemm::Scalar;
 #[cfg(target_arch = "x86_64")]
@@ -116,6 +117,14 @@ fn solve_block<T: Scalar + num_traits::Float>(
                 (false, false) => avx2_f64(lp.cast(), ldl, nb, bp.cast(), ldb, cols, ip.cast()),
             }
         };
+        // The columns past the last whole vector take the lanes' fused
+        // multiply-subtracts too: which columns those are depends on the vector
+        // width (AVX-512 leaves up to 7 `f64` columns, AVX2 up to 3), and a column's
+        // bits must not.
+        // SAFETY: FMA is present (checked above); the bounds were checked by the
+        // caller.
+        unsafe { fused_columns(l, ldl, nb, b, ldb, done..cols, &inv[..nb]) };
+        return;
     }
     for c in done..cols {
         for j in 0..nb {
@@ -123,6 +132,35 @@ fn solve_block<T: Scalar + num_traits::Float>(
             let mut s = b[j * ldb + c];
             for q in 0..j {
                 s = s - lj[q] * b[q * ldb + c];
+            }
+            b[j * ldb + c] = s * inv[j];
+        }
+    }
+}
+
+/// Plain substitution for the columns in `columns`, each multiply-subtract fused
+/// (`(−L[j][q])·x_q + s` rounds once, exactly as the vector paths' `fnmadd`), so
+/// that these columns get the bits they would get in a vector's lane.
+///
+/// # Safety
+/// The CPU has FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn fused_columns<T: Scalar + num_traits::Float>(
+    l: &[T],
+    ldl: usize,
+    nb: usize,
+    b: &mut [T],
+    ldb: usize,
+    columns: std::ops::Range<usize>,
+    inv: &[T],
+) {
+    for c in columns {
+        for j in 0..nb {
+            let lj = &l[j * ldl..j * ldl + j + 1];
+            let mut s = b[j * ldb + c];
+            for q in 0..j {
+                s = (-lj[q]).mul_add(b[q * ldb + c], s);
             }
             b[j * ldb + c] = s * inv[j];
         }
@@ -344,6 +382,43 @@ mod tests {
                 for c in cols..ldb {
                     assert_eq!(got[j * ldb + c], b[j * ldb + c]);
                 }
+            }
+        }
+    }
+
+    /// A column's bits do not depend on the columns solved with it: a block of 37
+    /// columns (whole vectors and a remainder, on every vector width) gives each
+    /// column the bits it gets solved alone (the remainder path) — so AVX-512, which
+    /// leaves other columns to the remainder than AVX2, gives AVX2's bits.
+    #[test]
+    fn a_column_gets_the_same_bits_alone_or_in_a_vector() {
+        let (nb, cols) = (29, 37);
+        let l: Vec<f64> = (0..nb * nb)
+            .map(|i| {
+                let (r, c) = (i / nb, i % nb);
+                if r == c {
+                    1.5 + (r % 5) as f64 / 3.0
+                } else {
+                    ((i * 41 % 19) as f64 - 9.0) / 13.0
+                }
+            })
+            .collect();
+        let b: Vec<f64> = (0..nb * cols)
+            .map(|i| ((i * 31 % 29) as f64 - 14.0) / 9.0)
+            .collect();
+        let mut all = b.clone();
+        solve_lower_columns(&l, nb, nb, &mut all, cols, cols, false);
+        for c in 0..cols {
+            let mut one: Vec<f64> = (0..nb).map(|j| b[j * cols + c]).collect();
+            solve_lower_columns(&l, nb, nb, &mut one, 1, 1, false);
+            for j in 0..nb {
+                assert_eq!(
+                    one[j].to_bits(),
+                    all[j * cols + c].to_bits(),
+                    "column {c}, row {j}: {} alone, {} in the block",
+                    one[j],
+                    all[j * cols + c]
+                );
             }
         }
     }
