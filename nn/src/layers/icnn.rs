@@ -181,7 +181,8 @@ impl<T: Element> Icnn<T> {
     /// Primes every [`ActNorm`] on the batch `x` (layer by layer, each seeing the
     /// units as the primed layers before it leave them), CP-Flow's data-dependent
     /// start; `weights` as in [`Icnn::forward_with`]. An error when the network has
-    /// no ActNorm.
+    /// no ActNorm; an error at one norm (a non-finite batch statistic) leaves it and
+    /// the norms after it as they were, those before it primed.
     pub fn prime_act_norm(&self, x: &Tensor<T>, weights: &[Var<T>]) -> Result<()> {
         if self.act_norms.is_empty() {
             return Err(Error::value(

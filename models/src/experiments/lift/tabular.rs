@@ -493,8 +493,13 @@ fn gap(v: &[f64], r: Option<f64>) -> String {
 fn headline(o: &Options, p: &Prepared, seeds: usize) -> Table {
     let (width, layers, iterations, batch) = (o.width, o.layers, o.iterations, o.batch);
     let d = p.data.train.shape()[1];
+    let norms = if o.act_norm {
+        " with ActNorm (CP-Flow's ICNN2)"
+    } else {
+        ""
+    };
     let setting = format!(
-        "{}; ICNN width {width} × {layers}, {iterations} iterations, batch {batch}, Adam 1e-3 β₂ 0.99 wd 1e-6, exact {d}×{d} log-det, {seeds} seeds",
+        "{}; ICNN width {width} × {layers}{norms}, {iterations} iterations, batch {batch}, Adam 1e-3 β₂ 0.99 wd 1e-6, exact {d}×{d} log-det, {seeds} seeds",
         p.data.description,
     );
     let mut table = Table::new(
@@ -781,6 +786,13 @@ mod tests {
         };
         let t = headline(&o, &p, 1).render();
         assert!(t.contains("exact 5×5 log-det") && !t.contains("21"), "{t}");
+        assert!(!t.contains("ActNorm"), "{t}");
+        let with_norms = Options {
+            act_norm: true,
+            ..o
+        };
+        let t = headline(&with_norms, &p, 1).render();
+        assert!(t.contains("× 2 with ActNorm"), "{t}");
         // Mean and covariance of a 5-D Gaussian: 5 + 15.
         assert!(
             t.lines()
