@@ -68,10 +68,12 @@ pub mod fused {
 }
 
 /// Which kernels run on this machine: the SIMD path chosen at run time, the CPU
-/// features seen, and the switch that forces the portable path (for manifests,
-/// audit traces and tests of the portable path).
+/// features seen, the switch that forces the portable path and the one that keeps
+/// AVX-512 off (for manifests, audit traces and tests of each path).
 pub mod platform {
-    pub use crate::kernels::{cpu_features, kernel_path, portable_forced, PORTABLE_ENV};
+    pub use crate::kernels::{
+        avx512_disabled, cpu_features, kernel_path, portable_forced, NO_AVX512_ENV, PORTABLE_ENV,
+    };
 }
 
 pub use element::{DType, Element};

@@ -202,6 +202,18 @@ pub fn portable_forced() -> bool {
     *FORCED.get_or_init(|| std::env::var(PORTABLE_ENV).is_ok_and(|v| !v.is_empty() && v != "0"))
 }
 
+/// Environment variable that keeps the AVX-512 kernels off when set to anything but
+/// `0` or the empty string (the AVX2/FMA ones run instead), read once per process:
+/// on an AVX-512 machine CI runs the suite once that way too, so both paths are held
+/// to the same recorded bits on one machine.
+pub const NO_AVX512_ENV: &str = "TENSOR_NO_AVX512";
+
+/// Whether the AVX-512 kernels are switched off (see [`NO_AVX512_ENV`]).
+pub fn avx512_disabled() -> bool {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OFF.get_or_init(|| std::env::var(NO_AVX512_ENV).is_ok_and(|v| !v.is_empty() && v != "0"))
+}
+
 /// Whether the AVX2/FMA paths run (the CPU has them and the portable kernels are
 /// not forced): one relaxed load once known, cheap enough for per-row dispatch.
 #[cfg(target_arch = "x86_64")]
@@ -223,8 +235,8 @@ fn has_avx2_fma() -> bool {
     }
 }
 
-/// Whether the AVX-512 (F) paths run: the CPU has it and the portable kernels are
-/// not forced. Cached as [`has_avx2_fma`] is.
+/// Whether the AVX-512 (F) paths run: the CPU has it, and neither the portable
+/// kernels are forced nor AVX-512 switched off. Cached as [`has_avx2_fma`] is.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 fn has_avx512() -> bool {
@@ -234,7 +246,9 @@ fn has_avx512() -> bool {
         2 => true,
         1 => false,
         _ => {
-            let yes = !portable_forced() && std::arch::is_x86_feature_detected!("avx512f");
+            let yes = !portable_forced()
+                && !avx512_disabled()
+                && std::arch::is_x86_feature_detected!("avx512f");
             STATE.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
             yes
         }
@@ -245,7 +259,8 @@ fn has_avx512() -> bool {
 /// run, `"avx2"` when the AVX2/FMA paths run (and AVX-512 is absent), `"neon"` on
 /// aarch64 (where the GEMM, and everything built on it, has NEON kernels and the
 /// other kernels are the portable ones), otherwise `"portable"` — always on other
-/// targets, and whenever the portable kernels are forced (see [`PORTABLE_ENV`]).
+/// targets, and whenever the portable kernels are forced (see [`PORTABLE_ENV`]);
+/// `"avx2"` on an AVX-512 machine with AVX-512 switched off ([`NO_AVX512_ENV`]).
 /// It reads the same cached checks as the dispatch itself, so it names the path the
 /// kernels actually take: for recording beside a benchmark or a run's results.
 pub fn kernel_path() -> &'static str {

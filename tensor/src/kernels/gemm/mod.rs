@@ -148,7 +148,12 @@ macro_rules! scalar_impl {
                     if super::portable_forced() {
                         portable::kernel()
                     } else {
-                        Self::kernels()[0]
+                        // The fastest this CPU runs, AVX-512 only if not switched off;
+                        // the portable kernel is always in the list.
+                        Self::kernels()
+                            .into_iter()
+                            .find(|k| !(k.name == "avx512" && super::avx512_disabled()))
+                            .unwrap_or_else(portable::kernel)
                     }
                 })
             }
