@@ -131,6 +131,26 @@ fn act_norm_refuses_what_it_cannot_use() {
     assert!(norm.prime(&wrong).is_err());
     assert!(norm.forward(&Var::constant(wrong)).is_err());
     assert!(norm.prime(&Tensor::zeros(&[0, 3]).unwrap()).is_err());
+    // A transposed (non-contiguous) input gives the bits of its contiguous copy.
+    let x = Tensor::<f64>::rand_normal(&[3, 5], 1.0, 2.0, &mut Rng::new(8)).unwrap();
+    let strided = x.t().unwrap();
+    norm.prime(&strided).unwrap();
+    let contiguous = Tensor::from_vec(strided.to_vec(), &[5, 3]).unwrap();
+    let (a, b) = (
+        norm.forward(&Var::constant(strided))
+            .unwrap()
+            .value()
+            .to_vec(),
+        norm.forward(&Var::constant(contiguous.clone()))
+            .unwrap()
+            .value()
+            .to_vec(),
+    );
+    assert!(a.iter().zip(&b).all(|(p, q)| p.to_bits() == q.to_bits()));
+    let primed: Vec<f64> = norm.shift.value().to_vec();
+    norm.prime(&contiguous).unwrap();
+    assert_eq!(primed, norm.shift.value().to_vec());
+    norm.shift.set(Tensor::zeros(&[3]).unwrap()).unwrap();
     // A non-finite batch is an error and leaves the layer as it was.
     let bad = Tensor::from_vec(vec![1.0, f64::NAN, 2.0, 0.0, 1.0, 3.0], &[2, 3]).unwrap();
     let err = norm.prime(&bad).unwrap_err().to_string();

@@ -199,7 +199,13 @@ pub const PORTABLE_ENV: &str = "TENSOR_PORTABLE";
 /// Whether the portable kernels are forced (see [`PORTABLE_ENV`]).
 pub fn portable_forced() -> bool {
     static FORCED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *FORCED.get_or_init(|| std::env::var(PORTABLE_ENV).is_ok_and(|v| !v.is_empty() && v != "0"))
+    *FORCED.get_or_init(|| switch_set(PORTABLE_ENV))
+}
+
+/// Whether the environment variable `name` is set to anything but `0` or the empty
+/// string (how the kernel switches are read).
+fn switch_set(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
 /// Environment variable that keeps the AVX-512 kernels off when set to anything but
@@ -211,7 +217,7 @@ pub const NO_AVX512_ENV: &str = "TENSOR_NO_AVX512";
 /// Whether the AVX-512 kernels are switched off (see [`NO_AVX512_ENV`]).
 pub fn avx512_disabled() -> bool {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *OFF.get_or_init(|| std::env::var(NO_AVX512_ENV).is_ok_and(|v| !v.is_empty() && v != "0"))
+    *OFF.get_or_init(|| switch_set(NO_AVX512_ENV))
 }
 
 /// Whether the AVX2/FMA paths run (the CPU has them and the portable kernels are

@@ -126,21 +126,43 @@ fn solve_block<T: Scalar + num_traits::Float>(
         unsafe { fused_columns(l, ldl, nb, b, ldb, done..cols, &inv[..nb]) };
         return;
     }
-    for c in done..cols {
+    substitute(l, ldl, nb, b, ldb, done..cols, &inv[..nb], false);
+}
+
+/// Plain substitution for the columns in `columns`: x_j = (b_j − Σ_{q<j} L[j][q]·x_q)
+/// · inv_j, the terms subtracted in order of q, each multiply-subtract fused
+/// (`(−L[j][q])·x_q + s` rounds once, exactly as the vector paths' `fnmadd`) with
+/// `fused`, or multiplied and subtracted apart (the portable path) without.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn substitute<T: Scalar + num_traits::Float>(
+    l: &[T],
+    ldl: usize,
+    nb: usize,
+    b: &mut [T],
+    ldb: usize,
+    columns: std::ops::Range<usize>,
+    inv: &[T],
+    fused: bool,
+) {
+    for c in columns {
         for j in 0..nb {
             let lj = &l[j * ldl..j * ldl + j + 1];
             let mut s = b[j * ldb + c];
             for q in 0..j {
-                s = s - lj[q] * b[q * ldb + c];
+                s = if fused {
+                    (-lj[q]).mul_add(b[q * ldb + c], s)
+                } else {
+                    s - lj[q] * b[q * ldb + c]
+                };
             }
             b[j * ldb + c] = s * inv[j];
         }
     }
 }
 
-/// Plain substitution for the columns in `columns`, each multiply-subtract fused
-/// (`(−L[j][q])·x_q + s` rounds once, exactly as the vector paths' `fnmadd`), so
-/// that these columns get the bits they would get in a vector's lane.
+/// [`substitute`] with fused multiply-subtracts, compiled for FMA, so that these
+/// columns get the bits they would get in a vector's lane.
 ///
 /// # Safety
 /// The CPU has FMA.
@@ -155,16 +177,7 @@ unsafe fn fused_columns<T: Scalar + num_traits::Float>(
     columns: std::ops::Range<usize>,
     inv: &[T],
 ) {
-    for c in columns {
-        for j in 0..nb {
-            let lj = &l[j * ldl..j * ldl + j + 1];
-            let mut s = b[j * ldb + c];
-            for q in 0..j {
-                s = (-lj[q]).mul_add(b[q * ldb + c], s);
-            }
-            b[j * ldb + c] = s * inv[j];
-        }
-    }
+    substitute(l, ldl, nb, b, ldb, columns, inv, true);
 }
 
 /// Defines the vector solve for one element type and instruction set: blocks of
