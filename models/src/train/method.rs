@@ -22,7 +22,20 @@ pub enum Method {
     LlqrSam(Geometry, PerturbationNorm),
     /// LLQR+F-SAM (the perturbation direction g − ḡ).
     LlqrFriendlySam(Geometry, PerturbationNorm),
+    /// Outside the authors' method, an upper bound: LLQR+SAM whose U is set at every
+    /// refresh to the converged diagonal of the mean Fisher, scaled by δ,
+    /// δ/(diag F̄ + δ) ([`optim::llqr::Refit::ConvergedDiagonal`], [`CONVERGED_PROBES`]
+    /// probes, δ = [`CONVERGED_DAMPING`]·tr F̄/P), with no EMA; its outer learning
+    /// rate is retuned on validation, since U rescales the step.
+    LlqrSamConverged(PerturbationNorm),
 }
+
+/// Hutchinson probes per refresh of the converged-diagonal arm (the 300
+/// inner steps, spent on curvature-vector products instead).
+pub const CONVERGED_PROBES: usize = 300;
+
+/// The converged-diagonal arm's damping δ as a fraction of the mean diagonal Fisher.
+pub const CONVERGED_DAMPING: f64 = 1e-3;
 
 fn geometry_name(g: Geometry) -> &'static str {
     match g {
@@ -57,6 +70,7 @@ impl Method {
                 out.push(Method::LlqrFriendlySam(g, n));
             }
         }
+        out.extend([Euclidean, Matrix].map(Method::LlqrSamConverged));
         out
     }
 
@@ -64,6 +78,12 @@ impl Method {
     /// matters): the SAM family and LLQR with a perturbation.
     pub fn perturbs(self) -> bool {
         !matches!(self, Method::Sgd | Method::Llqr(_))
+    }
+
+    /// Whether the method's outer learning rate is chosen on validation rather than
+    /// shared: the converged-diagonal arm, whose U rescales the step.
+    pub fn retunes_lr(self) -> bool {
+        matches!(self, Method::LlqrSamConverged(_))
     }
 
     /// The method with this [`Method::tag`].
@@ -92,6 +112,10 @@ impl Method {
             Method::LlqrFriendlySam(g, n) => {
                 format!("LLQR+F-SAM ({}, {})", geometry_name(g), norm_name(n))
             }
+            Method::LlqrSamConverged(n) => format!(
+                "LLQR+SAM, converged diagonal U ({}; upper bound, not the authors')",
+                norm_name(n)
+            ),
         }
     }
 
@@ -114,6 +138,7 @@ impl Method {
             Method::Llqr(x) => format!("llqr-{}", g(x)),
             Method::LlqrSam(x, y) => format!("llqr-sam-{}-{}", g(x), n(y)),
             Method::LlqrFriendlySam(x, y) => format!("llqr-fsam-{}-{}", g(x), n(y)),
+            Method::LlqrSamConverged(y) => format!("llqr-sam-converged-{}", n(y)),
         }
     }
 }

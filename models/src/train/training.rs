@@ -4,17 +4,22 @@
 //! mode → refresh on a preconditioning batch → U's effect on a held-out gradient →
 //! training mode → log U) lives here.
 
-use super::method::{Hyper, Method};
+use super::method::{Hyper, Method, CONVERGED_DAMPING, CONVERGED_PROBES};
 use super::spread::Spread;
 use super::u_effect::{u_effect, UEffect};
 use crate::report::Metrics;
 use autograd::Var;
 use nn::{Param, ParamStore};
 use optim::closed_form::{ClosedFormHead, ClosedFormTrainer};
-use optim::llqr::{Geometry, LlqrConfig, LlqrSam, PerturbationNorm};
+use optim::llqr::{Geometry, LlqrConfig, LlqrSam, PerturbationNorm, Refit};
 use optim::{Optimizer, Sam, SamVariant, Sgd, SgdConfig};
 use std::time::Instant;
 use tensor::{Element, Error, Result, Tensor};
+
+/// The seed of the converged-diagonal arm's probes (the probes differ from
+/// refresh to refresh, since the step count enters their draw; the preconditioning
+/// batches differ from seed to seed).
+const CONVERGED_PROBE_SEED: u64 = 0xd1a6;
 
 /// The update rule inside a [`Training`].
 pub enum Rule<T: Element> {
@@ -145,6 +150,22 @@ impl<T: Element> Training<T> {
             Method::Llqr(g) => llqr(outer, g, 0.0, PerturbationNorm::Euclidean, false)?,
             Method::LlqrSam(g, n) => llqr(outer, g, h.rho, n, false)?,
             Method::LlqrFriendlySam(g, n) => llqr(outer, g, h.rho, n, true)?,
+            Method::LlqrSamConverged(norm) => {
+                let cfg = LlqrConfig {
+                    rho: h.rho,
+                    norm,
+                    refresh_every: h.refresh_every,
+                    geometry: Geometry::MeanFisher,
+                    ema: 0.0,
+                    refit: Refit::ConvergedDiagonal {
+                        probes: CONVERGED_PROBES,
+                        relative_damping: CONVERGED_DAMPING,
+                        seed: CONVERGED_PROBE_SEED,
+                    },
+                    ..LlqrConfig::default()
+                };
+                Rule::Llqr(Box::new(LlqrSam::with_outer(outer, cfg)?))
+            }
         };
         Ok(Training::new(rule))
     }

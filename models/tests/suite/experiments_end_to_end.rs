@@ -127,6 +127,88 @@ fn llqr_sam_reports_every_noise_level_and_the_spread_of_u() {
 }
 
 #[test]
+fn the_converged_u_arm_takes_sams_rho_and_chooses_its_own_rate() {
+    // The upper-bound arm: ρ is SAM's for the level (no ρ row of its own), its
+    // outer rate is chosen on validation (one mark per level), U moves a held-out
+    // gradient, and its comparison with SAM tests its own claim, not LLQR+SAM's.
+    let dir = tmpdir("e2e-llqr-converged");
+    let cfg = config(
+        &[
+            "--dataset",
+            "digits",
+            "--train-size",
+            "256",
+            "--test-size",
+            "100",
+            "--epochs",
+            "2",
+            "--arms",
+            "sam,llqr-sam-converged-euclid",
+            "--noise",
+            "0,40",
+            "--seeds",
+            "2",
+            "--refresh",
+            "2",
+            "--rhos",
+            "0.05,0.5",
+            "--converged-lrs",
+            "0.05,0.2",
+        ],
+        &dir,
+    );
+    let tables = llqr_sam::classify::run(&cfg).unwrap();
+    assert!(
+        tables[0].rows.iter().all(|r| r[0] == "SAM"),
+        "{:?}",
+        tables[0].rows
+    );
+    let lr = &tables[1];
+    assert!(lr.title.contains("learning rate"), "{}", lr.title);
+    assert!(lr.rows.len() >= 2 && lr.rows.iter().all(|r| r[0].contains("converged")));
+    for col in 2..4 {
+        let marked = lr.rows.iter().filter(|r| r[col].contains('←')).count();
+        assert_eq!(marked, 1, "{:?}", lr.rows);
+    }
+    let t = &tables[2];
+    let rho = t.headers.iter().position(|h| h == "ρ by level").unwrap();
+    let (sams, upper) = (&t.rows[0][rho], &t.rows[1][rho]);
+    assert!(
+        upper.starts_with(&format!("{sams} · lr ")),
+        "{sams} vs {upper}"
+    );
+    let effect = t
+        .headers
+        .iter()
+        .position(|h| h.starts_with("‖Ug − g‖"))
+        .unwrap();
+    for v in t.rows[1][effect].split(" / ") {
+        let v: f64 = v.parse().unwrap();
+        assert!(v > 0.05, "U ≈ I: {v}");
+    }
+    assert_eq!(t.evidence.len(), 2);
+    assert!(t
+        .evidence
+        .iter()
+        .all(|e| e.claim == Claim::LlqrSamConverged && e.baseline.0 == "SAM" && e.idle.is_none()));
+    let bad = config(
+        &[
+            "--dataset",
+            "digits",
+            "--arms",
+            "sgd,llqr-sam-converged-euclid",
+        ],
+        &dir,
+    );
+    let e = llqr_sam::classify::run(&bad).unwrap_err().to_string();
+    assert!(e.contains("add sam"), "{e}");
+    let bad = config(&["--dataset", "digits", "--converged-lrs", "0.2,0.1"], &dir);
+    let e = llqr_sam::classify::run(&bad).unwrap_err().to_string();
+    assert!(e.contains("--converged-lrs"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn fno_burgers_chooses_lambda_and_beta_on_validation() {
     let dir = tmpdir("e2e-fno");
     let cfg = config(

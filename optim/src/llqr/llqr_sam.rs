@@ -8,6 +8,7 @@
 //! [`Optimizer`] (their ViT and Transformer runs use AdamW). With ρ = 0 it is LLQR
 //! alone.
 
+use super::converged_diagonal::{converged_diagonal, Refit};
 use super::curvature::{BatchScale, CurvatureProducts, Geometry};
 use super::preconditioner::{quadratic, Gvp, InnerSolve, InnerTrace, Preconditioner, Structure};
 use crate::closure::{gradients, perturb, restore};
@@ -18,7 +19,7 @@ use crate::optimizer::{
 use crate::sgd::{Sgd, SgdConfig};
 use autograd::Var;
 use nn::{Param, ParamGrads};
-use tensor::{Element, Error, Result, Tensor};
+use tensor::{Element, Error, Result, Rng, Tensor};
 
 /// How the SAM radius is measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,6 +61,9 @@ pub struct LlqrConfig {
     pub structure: Structure,
     /// The inner solve.
     pub inner: InnerSolve,
+    /// How a refresh refits U: the inner solve (the authors') or, as an upper
+    /// bound, the converged diagonal.
+    pub refit: Refit,
     /// Floor of diagonal entries.
     pub floor: f64,
 }
@@ -82,6 +86,7 @@ impl Default for LlqrConfig {
             geometry: Geometry::Fisher,
             structure: Structure::Diagonal,
             inner: InnerSolve::default(),
+            refit: Refit::InnerSolve,
             floor: 1e-8,
         }
     }
@@ -183,6 +188,16 @@ impl<T: Element> LlqrSam<T> {
         }
         if cfg.refresh_every == 0 {
             return Err(Error::value("LlqrSam", "refresh_every must be at least 1"));
+        }
+        cfg.refit.check()?;
+        if cfg.refit != Refit::InnerSolve && cfg.structure != Structure::Diagonal {
+            return Err(Error::value(
+                "LlqrSam",
+                format!(
+                    "the converged-diagonal refit needs a diagonal U, not {:?}",
+                    cfg.structure
+                ),
+            ));
         }
         cfg.lr = outer.lr();
         let params = outer.params().to_vec();
@@ -305,13 +320,35 @@ impl<T: Element> LlqrSam<T> {
         Ok("no single parameter's term (their sum overflows)".into())
     }
 
-    /// The inner solve from the current U (warm start), blended in as an EMA, then
-    /// the floor on a diagonal U. An inner objective that is not finite (a
+    /// The refit of U: the inner solve from the current U (warm start) or the
+    /// converged diagonal, blended in as an EMA, then the floor on a diagonal U. An
+    /// inner objective that is not finite (a
     /// gradient or curvature product with NaN or ∞, which the solve's
     /// sanitisation would otherwise turn into a silent no-op) is an error naming
     /// the parameter where it starts; U is then unchanged and the refresh stays
     /// due.
     fn fit(&mut self, g: &[Tensor<T>], gvp: &Gvp<'_, T>) -> Result<InnerTrace> {
+        if let Refit::ConvergedDiagonal {
+            probes,
+            relative_damping,
+            seed,
+        } = self.cfg.refit
+        {
+            let mut rng = Rng::new(seed ^ (self.steps as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            let fitted = converged_diagonal(&self.u, g, gvp, (probes, relative_damping), &mut rng)?;
+            let damping = self.cfg.inner.damping;
+            let objective = vec![
+                self.u.objective(g, gvp, damping)?,
+                fitted.objective(g, gvp, damping)?,
+            ];
+            self.u.ema(&fitted, self.cfg.ema)?;
+            self.u.floor_diagonal(self.cfg.floor);
+            self.refreshed_at = Some(self.steps);
+            return Ok(InnerTrace {
+                objective,
+                sanitised: 0,
+            });
+        }
         let mut fitted = self.u.clone();
         let trace = fitted.learn(g, gvp, &self.cfg.inner)?;
         if let Some(step) = trace.objective.iter().position(|j| !j.is_finite()) {

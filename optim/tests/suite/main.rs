@@ -7,6 +7,7 @@ mod closed_form_audit;
 mod closure_step;
 mod common;
 mod lift;
+mod llqr_converged;
 mod llqr_refresh;
 mod llqr_sam;
 mod llqr_step;

@@ -45,8 +45,12 @@ pub const OPTIONS: &[(&str, &str)] = &[
         "SAM radii ρ, chosen per perturbing arm and noise level on a validation split (quick 0.1, the authors' CIFAR default, used as given; full 0.05,0.1,0.2,0.5); a single value is used as given",
     ),
     (
+        "converged-lrs",
+        "outer learning rates the converged-diagonal arm (llqr-sam-converged-*, an upper bound outside the authors' method, at SAM's ρ) chooses from on validation (0.0125,0.05,0.2,0.8: U = δ/(diag F̄ + δ) leaves a flat coordinate SGD's step and shrinks a stiff one); a single value is used as given",
+    ),
+    (
         "validation",
-        "fraction of the training images held out to choose ρ (0.1); the choice trains on the rest",
+        "fraction of the training images held out to choose ρ and the converged arm's learning rate (0.1); the choice trains on the rest",
     ),
     (
         "validation-labels",
@@ -58,7 +62,7 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ),
     (
         "arms",
-        "optimisers by tag, comma-separated (quick: sgd,sam,llqr-sam-ngd-euclid; full adds llqr-ngd and llqr-sam-ngd-unorm; also fsam, fisher-sam, the newton and ngd-mean geometries and llqr-fsam-*)",
+        "optimisers by tag, comma-separated (quick: sgd,sam,llqr-sam-ngd-euclid; full adds llqr-ngd and llqr-sam-ngd-unorm; also fsam, fisher-sam, the newton and ngd-mean geometries, llqr-fsam-* and the upper bound llqr-sam-converged-euclid / -unorm, which needs sam)",
     ),
     (
         "refreshes",
@@ -554,6 +558,9 @@ struct Options {
     arms: Vec<Method>,
     /// The ρ grid (one value: used as given).
     rhos: Vec<f64>,
+    /// The outer learning rates the arms that retune theirs choose from (one value:
+    /// used as given).
+    converged_lrs: Vec<f64>,
     /// The held-out fraction and the labels it scores against.
     validation: (f64, ValidationLabels),
     /// Steps the ρ grid may grow past an edge, per side.
@@ -638,6 +645,20 @@ impl Options {
         if arms.is_empty() {
             return Err(Error::usage("--arms names none"));
         }
+        if arms.iter().any(|m| m.retunes_lr()) && !arms.contains(&Method::Sam) {
+            return Err(Error::usage(
+                "--arms: the converged-diagonal arm runs at SAM's ρ and is compared with SAM: add sam",
+            ));
+        }
+        let converged_lrs: Vec<f64> = cfg.opt_list("converged-lrs", &[0.0125, 0.05, 0.2, 0.8])?;
+        if converged_lrs.is_empty()
+            || converged_lrs.iter().any(|r| !(r.is_finite() && *r > 0.0))
+            || converged_lrs.windows(2).any(|w| w[0] >= w[1])
+        {
+            return Err(Error::usage(format!(
+                "--converged-lrs: positive, finite, ascending rates expected, got {converged_lrs:?}"
+            )));
+        }
         let sweep = cfg.opt_list("inner-sweep", &[])?;
         let levels: Vec<f64> = cfg.opt_list(
             "noise",
@@ -657,6 +678,7 @@ impl Options {
             hyper,
             arms,
             rhos,
+            converged_lrs,
             validation: (fraction, labels),
             extensions: extensions(cfg.quick),
             sweep,
@@ -665,12 +687,14 @@ impl Options {
         })
     }
 
-    /// `method` at radius `rho` with the run's other hyper-parameters and budget.
-    fn arm(&self, method: Method, rho: f64) -> Arm {
+    /// `method` at radius `rho` and outer learning rate `lr` with the run's other
+    /// hyper-parameters and budget.
+    fn arm(&self, method: Method, rho: f64, lr: f64) -> Arm {
         Arm {
             method,
             hyper: Hyper {
                 rho,
+                lr,
                 ..self.hyper.clone()
             },
             budget: self.budget.clone(),
@@ -722,7 +746,7 @@ fn choose_rhos(o: &Options, data: &Data, seed: u64) -> Result<(Vec<Vec<f64>>, Op
     );
     let mut chosen = Vec::with_capacity(o.arms.len());
     for &method in &o.arms {
-        if !method.perturbs() {
+        if !method.perturbs() || method.retunes_lr() {
             chosen.push(vec![0.0; n_levels]);
             continue;
         }
@@ -733,7 +757,7 @@ fn choose_rhos(o: &Options, data: &Data, seed: u64) -> Result<(Vec<Vec<f64>>, Op
                 choose(&o.rhos, Better::Higher, o.extensions, |rho| {
                     let series = format!("choice/{}/{}/rho{rho}", method.tag(), level_name(level));
                     let r = train_arm(
-                        &o.arm(method, rho),
+                        &o.arm(method, rho, o.hyper.lr),
                         (fit, held_out),
                         seed,
                         &series,
@@ -744,22 +768,114 @@ fn choose_rhos(o: &Options, data: &Data, seed: u64) -> Result<(Vec<Vec<f64>>, Op
                 })
             })
             .collect::<tensor::Result<Vec<Choice>>>()?;
-        for rho in scored_values(&choices) {
-            let mut row = vec![method.name(), format!("{rho}")];
-            row.extend(choices.iter().map(|c| match c.score(rho) {
-                None => "—".into(),
-                Some(s) if s.is_nan() => "diverged".into(),
-                Some(s) => format!("{s:.2}{}", c.mark(rho)),
-            }));
-            table.row(row);
+        choice_rows(&mut table, &method.name(), &choices);
+        chosen.push(chosen_values(&choices));
+    }
+    Ok((with_sams_rho(o, chosen), Some(table)))
+}
+
+/// One row of `table` per value scored in any of `choices` (one per noise level):
+/// the arm's `name`, the value and its validation score per level.
+fn choice_rows(table: &mut Table, name: &str, choices: &[Choice]) {
+    for value in scored_values(choices) {
+        let mut row = vec![name.to_string(), format!("{value}")];
+        row.extend(choices.iter().map(|c| match c.score(value) {
+            None => "—".into(),
+            Some(s) if s.is_nan() => "diverged".into(),
+            Some(s) => format!("{s:.2}{}", c.mark(value)),
+        }));
+        table.row(row);
+    }
+}
+
+/// The value chosen per noise level; where every value diverged, the smallest,
+/// whose row says so.
+fn chosen_values(choices: &[Choice]) -> Vec<f64> {
+    choices
+        .iter()
+        .map(|c| c.best.unwrap_or(c.scored[0].0))
+        .collect()
+}
+
+/// `chosen` (ρ per arm and level) with SAM's ρ given to the arms that retune their
+/// learning rate instead (the converged-diagonal arm: SAM with U the only other
+/// difference).
+fn with_sams_rho(o: &Options, mut chosen: Vec<Vec<f64>>) -> Vec<Vec<f64>> {
+    if let Some(sam) = o.arms.iter().position(|&m| m == Method::Sam) {
+        for (k, m) in o.arms.iter().enumerate() {
+            if m.retunes_lr() {
+                chosen[k] = chosen[sam].clone();
+            }
         }
-        // Every value diverged: the smallest radius, whose row says so.
-        chosen.push(
-            choices
-                .iter()
-                .map(|c| c.best.unwrap_or(c.scored[0].0))
-                .collect(),
-        );
+    }
+    chosen
+}
+
+/// The outer learning rate per arm (in `o.arms`' order) and noise level: chosen on
+/// the validation split at `seed`, at the arm's ρ from `rhos`, for the arms that
+/// retune it when `--converged-lrs` has several values; the run's `--lr` for the
+/// others; with the table of every scored value when a choice was made.
+fn choose_lrs(
+    o: &Options,
+    data: &Data,
+    seed: u64,
+    rhos: &[Vec<f64>],
+) -> Result<(Vec<Vec<f64>>, Option<Table>)> {
+    let n_levels = data.levels.len();
+    let mut chosen = vec![vec![o.hyper.lr; n_levels]; o.arms.len()];
+    let retuned: Vec<usize> = (0..o.arms.len())
+        .filter(|&k| o.arms[k].retunes_lr())
+        .collect();
+    if retuned.is_empty() {
+        return Ok((chosen, None));
+    }
+    if o.converged_lrs.len() == 1 {
+        for &k in &retuned {
+            chosen[k] = vec![o.converged_lrs[0]; n_levels];
+        }
+        return Ok((chosen, None));
+    }
+    let (fraction, labels) = o.validation;
+    let splits = data
+        .levels
+        .iter()
+        .map(|&level| data.choice_split(level, seed, o.validation))
+        .collect::<Result<Vec<_>>>()?;
+    let mut table = noise_table(
+        &format!(
+            "llqr-sam: the choice of the converged-diagonal arm's outer learning rate (an upper bound outside the authors' method: U = δ/(diag F̄ + δ) shrinks the step on stiff coordinates) — validation accuracy (%, against the {lab} labels of {n_val} held-out training images, {pct:.0} %) after training on the other {n_fit}, at SAM's ρ for the level, seed {seed}; the best per column (←) is used below; a best rate at the grid's edge grows the grid by one of its steps, at most {ext} per side, and one still at the edge is marked; the test set plays no part",
+            lab = labels.name(),
+            n_val = splits[0].1.len(),
+            pct = fraction * 100.0,
+            n_fit = splits[0].0.len(),
+            ext = o.extensions,
+        ),
+        (&["optimiser", "lr"], &[]),
+        &o.levels,
+    );
+    for &k in &retuned {
+        let method = o.arms[k];
+        let choices = splits
+            .iter()
+            .zip(&data.levels)
+            .enumerate()
+            .map(|(level, ((fit, held_out), &noise))| {
+                choose(&o.converged_lrs, Better::Higher, o.extensions, |lr| {
+                    let series = format!("choice/{}/{}/lr{lr}", method.tag(), level_name(noise));
+                    let r = train_arm(
+                        &o.arm(method, rhos[k][level], lr),
+                        (fit, held_out),
+                        seed,
+                        &series,
+                        o.quiet,
+                        &mut Metrics::default(),
+                    )?;
+                    Ok(r.accuracy)
+                })
+            })
+            .collect::<tensor::Result<Vec<Choice>>>()?;
+        choice_rows(&mut table, &method.name(), &choices);
+        chosen[k] = chosen_values(&choices);
     }
     Ok((chosen, Some(table)))
 }
@@ -771,7 +887,7 @@ fn choose_rhos(o: &Options, data: &Data, seed: u64) -> Result<(Vec<Vec<f64>>, Op
 fn headline(
     o: &Options,
     (data, source): (&Data, &str),
-    rhos: &[Vec<f64>],
+    (rhos, lrs): (&[Vec<f64>], &[Vec<f64>]),
     grid: &mut Grid,
     (metrics, model): (&mut Metrics, &mut Vec<(String, AnyTensor)>),
 ) -> Result<Vec<Table>> {
@@ -823,7 +939,7 @@ fn headline(
     let mut accuracies: Vec<ArmAccuracies> = Vec::new();
     for (k, &method) in o.arms.iter().enumerate() {
         let s = summarise(
-            |level| o.arm(method, rhos[k][level]),
+            |level| o.arm(method, rhos[k][level], lrs[k][level]),
             &method.tag(),
             data,
             grid,
@@ -836,7 +952,13 @@ fn headline(
         let base = *sgd_ms.get_or_insert(ms);
         let mut row = vec![
             method.name(),
-            if method.perturbs() {
+            if method.retunes_lr() {
+                format!(
+                    "{} · lr {}",
+                    join(&rhos[k], |r| format!("{r}")),
+                    join(&lrs[k], |r| format!("{r}"))
+                )
+            } else if method.perturbs() {
                 join(&rhos[k], |r| format!("{r}"))
             } else {
                 "—".into()
@@ -907,25 +1029,40 @@ const U_IDLE: f64 = 0.05;
 type ArmAccuracies = (Method, Vec<Vec<f64>>, Option<Vec<f64>>);
 
 /// LLQR+SAM in the authors' default geometry (NGD), with either perturbation norm,
-/// against SGD and SAM at every noise level (`levels` in percent), for those that
-/// ran; a level where U stayed ≈ I ([`U_IDLE`]) is reported as such, not as
-/// evidence either way.
+/// against SGD and SAM, and the converged-diagonal upper bound against SAM, at
+/// every noise level (`levels` in percent), for those that ran; a level where U
+/// stayed ≈ I ([`U_IDLE`]) is reported as such, not as evidence either way.
 fn evidence(levels: &[f64], net: &str, accuracies: &[ArmAccuracies]) -> Vec<Evidence> {
     let of = |m: Method| accuracies.iter().find(|(a, ..)| *a == m);
     let mut out = Vec::new();
-    for norm in [PerturbationNorm::Euclidean, PerturbationNorm::Matrix] {
-        let llqr = Method::LlqrSam(Geometry::Fisher, norm);
+    let pairs = [PerturbationNorm::Euclidean, PerturbationNorm::Matrix]
+        .into_iter()
+        .flat_map(|norm| {
+            [
+                (
+                    Claim::LlqrSam,
+                    Method::LlqrSam(Geometry::Fisher, norm),
+                    &[Method::Sgd, Method::Sam][..],
+                ),
+                (
+                    Claim::LlqrSamConverged,
+                    Method::LlqrSamConverged(norm),
+                    &[Method::Sam][..],
+                ),
+            ]
+        });
+    for (claim, llqr, baselines) in pairs {
         let Some((_, mine, effect)) = of(llqr) else {
             continue;
         };
-        for baseline in [Method::Sgd, Method::Sam] {
+        for &baseline in baselines {
             let Some((_, theirs, _)) = of(baseline) else {
                 continue;
             };
             for (k, p) in levels.iter().enumerate() {
                 let idle = effect.as_ref().is_some_and(|e| e[k] < U_IDLE);
                 out.push(Evidence {
-                    claim: Claim::LlqrSam,
+                    claim,
                     setting: format!("llqr-sam, {net}, label noise {p:.0} %"),
                     metric: "test accuracy (%)".into(),
                     better: Better::Higher,
@@ -971,7 +1108,7 @@ fn inner_sweep(
     };
     for &inner_lr in &o.sweep {
         let arm_at = |level: usize| {
-            let mut arm = o.arm(method, level_rhos[level]);
+            let mut arm = o.arm(method, level_rhos[level], o.hyper.lr);
             arm.hyper.inner_lr = inner_lr;
             arm
         };
@@ -1007,11 +1144,12 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let (mut metrics, mut model) = (Metrics::default(), Vec::new());
     let source = images.description.as_str();
     let (rhos, choice_table) = choose_rhos(&o, &data, grid.seeds()[0])?;
-    let mut tables: Vec<Table> = choice_table.into_iter().collect();
+    let (lrs, lr_table) = choose_lrs(&o, &data, grid.seeds()[0], &rhos)?;
+    let mut tables: Vec<Table> = choice_table.into_iter().chain(lr_table).collect();
     tables.extend(headline(
         &o,
         (&data, source),
-        &rhos,
+        (&rhos, &lrs),
         &mut grid,
         (&mut metrics, &mut model),
     )?);
