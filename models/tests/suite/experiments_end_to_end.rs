@@ -520,6 +520,62 @@ fn lift_ebm_1d_sgd_study_covers_both_starts_and_chooses_each_rate() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The 2-D flow's SGD study, the 1-D study's code with the flow's own columns (no
+/// total variation) and Adam rate: both starts, a rate chosen per strategy and
+/// start, softplus under Adam from the shoulder still on it after a few steps, and
+/// the lift's claims tested per (start, optimiser) under this experiment's name.
+#[test]
+fn lift_flow_2d_sgd_study_covers_both_starts_with_the_flows_columns() {
+    let dir = tmpdir("e2e-flow-sgd");
+    let cfg = config(
+        &[
+            "--quick",
+            "--iterations",
+            "6",
+            "--layers",
+            "2",
+            "--width",
+            "4",
+            "--seeds",
+            "2",
+            "--multipliers",
+            "10",
+            "--sgd-lrs",
+            "0.1,1",
+        ],
+        &dir,
+    );
+    let tables = lift::flow2d::run(&cfg).unwrap();
+    assert_eq!(tables.len(), 5);
+    let (study, choice) = (&tables[3], &tables[4]);
+    assert!(
+        study.title.starts_with("lift-flow-2d: plain SGD")
+            && study.title.contains("Adam at the authors' 0.005")
+    );
+    assert!(!study.headers.iter().any(|h| h == "total variation"));
+    assert_eq!(study.headers[4], "test NLL");
+    assert_eq!(study.rows.len(), 12);
+    assert_eq!(choice.rows.len(), 16);
+    assert_eq!(choice.rows.iter().filter(|r| r[4].contains('←')).count(), 8);
+    let softplus_adam_on_shoulder = study
+        .rows
+        .iter()
+        .find(|r| {
+            r[1].starts_with("shoulder") && r[2] == "Adam lr 0.005" && r[3].starts_with("softplus")
+        })
+        .unwrap();
+    assert!(
+        softplus_adam_on_shoulder[5].starts_with("1.000"),
+        "{softplus_adam_on_shoulder:?}"
+    );
+    assert_eq!(study.evidence.len(), 9);
+    assert!(study
+        .evidence
+        .iter()
+        .all(|e| e.setting.starts_with("lift-flow-2d, 8 Gaussians, ")));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// The 21-D flow on the heavy-tailed stand-in: not whitened by default, every arm
 /// with its 99th-percentile row NLL and the test NLL at its best validation
 /// evaluation, whose validation NLL is at most the final one (the last iteration

@@ -442,11 +442,7 @@ impl RunResult {
         ];
         numbers.extend(cells::probe_numbers(&self.probes));
         if let Some(e) = &self.escape {
-            numbers.extend([
-                ("escape_ever".to_string(), e.ever),
-                ("escape_left".to_string(), e.left),
-                ("escape_changes".to_string(), e.changes),
-            ]);
+            numbers.extend(e.numbers());
         }
         numbers
     }
@@ -580,7 +576,7 @@ impl Tables {
                 "lift-ebm-1d",
                 &format!("ICNN width {width} × 3 layers, {iterations} iterations, {seeds} seeds, 4,000 validation samples"),
             ),
-            study: StudyTables::new(&format!(
+            study: StudyTables::new(shoulder::EBM_1D, &format!(
                 "ICNN width {width} × 3 layers, {iterations} iterations, batch 256, gradient norm clipped at 1, {seeds} seeds"
             )),
             maps: Vec::new(),

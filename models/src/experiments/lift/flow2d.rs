@@ -16,15 +16,18 @@
 //! `--probe-every` measures σ²_Jac = tr Σ̂_slack during training on the training
 //! objective for every cell but the width-matched softplus, and for the lift
 //! without its slack (no reading); the learned-code lift is batch-independent, and
-//! PGD's and softplus's slack channel is their own latent.
+//! PGD's and softplus's slack channel is their own latent. `--sgd-lrs` adds
+//! `lift-ebm-1d`'s SGD study ([`super::shoulder`]): plain SGD from both starts, with
+//! the escape dynamics.
 
 use super::cells::{self, Probes};
 use super::controls::{self, MULTIPLIERS_HELP};
 use super::density::{no_scores, Density};
 use super::groups::Rule;
+use super::shoulder::{self, StudyTables};
 use super::{
-    cell_name, icnn_config, record_sigma, snapshots, Convention, Model, Strategy, PROBES,
-    SIGMA_SIGN,
+    cell_name, icnn_config, record_sigma, snapshots, Convention, Escape, Model, ShoulderTrack,
+    Strategy, PROBES, SIGMA_SIGN,
 };
 use crate::cli::RunConfig;
 use crate::data::gaussian::Gaussian;
@@ -67,6 +70,10 @@ pub const OPTIONS: &[(&str, &str)] = &[
     (
         "probe-every",
         "measure σ²_Jac every this many iterations for all five strategy cells, 0 = off (quick 0, full iterations/10)",
+    ),
+    (
+        "sgd-lrs",
+        "the SGD study's learning rates, as in lift-ebm-1d: PGD, softplus, the lift and the learned-code lift also trained by plain SGD from the authors' start and from the shoulder start (latents at -4, raw weights), the rate chosen per strategy and start on validation, with escape dynamics and Adam at 5e-3 from the shoulder (none by default: about 10× the headline's time; lift-ebm-1d's grid is 0.0001,0.001,0.01,0.1,1,10)",
     ),
 ];
 
@@ -160,6 +167,10 @@ pub struct FlowRun {
     pub lift: LiftConfig,
     /// Gain and initial values.
     pub convention: Convention,
+    /// The optimiser (the toy recipe's: Adam at 5e-3).
+    pub rule: Rule,
+    /// Track every latent's shoulder membership at 100 snapshots.
+    pub track: bool,
     /// ICNN width.
     pub width: usize,
     /// ICNN layers.
@@ -186,14 +197,19 @@ pub struct FlowResult {
     pub secs: f64,
     /// Steps skipped for a non-finite loss or gradient.
     pub skipped: usize,
+    /// Share of the constrained latents on the softplus shoulder at the end.
+    pub shoulder: f64,
     /// σ²_Jac snapshots (iteration, reading; `None` without a slack channel).
     pub probes: Probes,
+    /// The escape summary of a tracked run.
+    pub escape: Option<Escape>,
     /// The trained model's tensors.
     pub tensors: NamedTensors,
 }
 
 impl FlowResult {
-    /// The cell's numbers: `nll`, `params`, `secs`, `skipped` and the snapshots.
+    /// The cell's numbers: `nll`, `val_nll`, `params`, `secs`, `skipped`,
+    /// `shoulder`, the snapshots and a tracked run's escape summary.
     fn numbers(&self) -> Numbers {
         let mut numbers = vec![
             ("nll".to_string(), self.nll),
@@ -201,8 +217,12 @@ impl FlowResult {
             ("params".to_string(), self.params as f64),
             ("secs".to_string(), self.secs),
             ("skipped".to_string(), self.skipped as f64),
+            ("shoulder".to_string(), self.shoulder),
         ];
         numbers.extend(cells::probe_numbers(&self.probes));
+        if let Some(e) = &self.escape {
+            numbers.extend(e.numbers());
+        }
         numbers
     }
 }
@@ -222,7 +242,7 @@ impl FlowRun {
             self.convention,
             icnn_config(2, self.width, self.layers, 0.0),
             &self.lift,
-            Rule::Adam(AdamConfig::adam(5e-3)),
+            self.rule.clone(),
             &extra,
             &mut rng,
         )?;
@@ -230,8 +250,14 @@ impl FlowRun {
         let pin = self.target.sample(128, &mut Rng::new(12345))?;
         let test = self.target.sample(2000, &mut Rng::new(777))?;
         let validation = self.target.sample(2000, &mut Rng::new(778))?;
+        let regime = match (&self.rule, self.convention) {
+            (Rule::Adam(c), Convention::Shoulder(l)) => format!("/adam{}/start{l}", c.lr),
+            (Rule::Sgd(c), Convention::Shoulder(l)) => format!("/sgd{}/start{l}", c.lr),
+            (Rule::Sgd(c), _) => format!("/sgd{}", c.lr),
+            (Rule::Adam(_), _) => String::new(),
+        };
         let series = format!(
-            "{}/{}/slack{}/seed{}",
+            "{}/{}/slack{}{regime}/seed{}",
             self.cell(),
             self.target.name(),
             self.lift.slack_init,
@@ -241,10 +267,16 @@ impl FlowRun {
             log_density(m, w, batch)?.mean_all()?.neg()
         };
         let mut probes = Vec::new();
+        let mut track = ShoulderTrack::default();
+        let track_every = (self.iterations / 100).max(1);
         let after = |m: &mut Model, it: usize, metrics: &mut Metrics| -> tensor::Result<()> {
             // Step decay ×0.5 at 2/3 of the run.
             if it + 1 == 2 * self.iterations / 3 {
                 m.optimizer.scale_lr(0.5)?;
+            }
+            if self.track && (it.is_multiple_of(track_every) || it == 1) {
+                let exits = track.record(m, &pin, self.strategy == Strategy::Pgd)?;
+                metrics.push(&series, it, "shoulder_exits", exits);
             }
             if self.probe_every > 0 && (it.is_multiple_of(self.probe_every) || it == 1) {
                 record_sigma(
@@ -285,7 +317,9 @@ impl FlowRun {
             params: m.size(),
             secs: out.seconds,
             skipped: out.skipped,
+            shoulder: m.positivity.shoulder_occupancy(&pin)?,
             probes,
+            escape: self.track.then(|| track.escape()),
             tensors: m.store.to_tensors(),
         })
     }
@@ -336,6 +370,7 @@ struct Options {
     probe_every: usize,
     control: bool,
     multipliers: Vec<f64>,
+    sgd_lrs: Vec<f64>,
     quiet: bool,
 }
 
@@ -379,6 +414,7 @@ impl Options {
             probe_every: cfg.opt("probe-every", if cfg.quick { 0 } else { iterations / 10 })?,
             control: cfg.opt("control", !cfg.quick)?,
             multipliers: cfg.opt_list("multipliers", controls::multipliers(cfg.quick))?,
+            sgd_lrs: cfg.opt_list("sgd-lrs", &[])?,
             quiet: cfg.quiet,
         })
     }
@@ -390,6 +426,8 @@ impl Options {
             strategy,
             lift: self.lift.clone(),
             convention: self.convention,
+            rule: Rule::Adam(AdamConfig::adam(5e-3)),
+            track: false,
             width: self.width,
             layers: self.layers,
             iterations: self.iterations,
@@ -416,6 +454,7 @@ struct Tables {
     sigma: Table,
     sweep: Table,
     choice: Table,
+    study: StudyTables,
     panels: Vec<svg::Panel>,
 }
 
@@ -442,6 +481,7 @@ impl Tables {
                 "lift-flow-2d",
                 &format!("{setting}, 2,000 validation samples"),
             ),
+            study: StudyTables::new(shoulder::FLOW_2D, &format!("{setting}, gradient norm clipped at 10, 2,000 validation samples")),
             panels: Vec::new(),
         }
     }
@@ -626,8 +666,25 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let (mut metrics, mut model) = (Metrics::default(), Vec::new());
     for &target in &o.targets {
         headline(&o, target, &mut grid, (&mut t, &mut metrics, &mut model))?;
+        if !o.sgd_lrs.is_empty() {
+            let mut run = |strategy, rule: &Rule, convention, seed, m: &mut Metrics| {
+                let run = FlowRun {
+                    rule: rule.clone(),
+                    convention,
+                    track: true,
+                    ..o.flow(target, strategy, seed)
+                };
+                Ok(run.train(m)?.numbers())
+            };
+            let parts = (&mut t.study, &mut metrics);
+            shoulder::run_target(target.name(), &o.sgd_lrs, &mut grid, &mut run, parts)?;
+        }
     }
     let mut tables = vec![t.headline, t.choice, t.spread];
+    if !o.sgd_lrs.is_empty() {
+        tables.push(t.study.table);
+        tables.push(t.study.choice);
+    }
     if o.probe_every > 0 {
         tables.push(t.sigma);
     }

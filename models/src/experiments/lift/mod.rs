@@ -455,6 +455,17 @@ pub struct Escape {
     pub changes: f64,
 }
 
+impl Escape {
+    /// As a cell's numbers: `escape_ever`, `escape_left`, `escape_changes`.
+    pub fn numbers(&self) -> crate::grid::Numbers {
+        vec![
+            ("escape_ever".to_string(), self.ever),
+            ("escape_left".to_string(), self.left),
+            ("escape_changes".to_string(), self.changes),
+        ]
+    }
+}
+
 impl ShoulderTrack {
     /// Records the state of every latent entry at `pin`; returns the share of
     /// entries that left the shoulder since the previous snapshot.

@@ -1,10 +1,10 @@
-//! `lift-ebm-1d`'s SGD study: the shoulder argument (gradients attenuated by
+//! The lift experiments' SGD study (`lift-ebm-1d`, `lift-flow-2d`): the shoulder argument (gradients attenuated by
 //! ψ' = sigmoid on the softplus shoulder, Kramers escape times) is about SGD, while
 //! Adam divides the attenuation away. So every strategy but the width-matched one
 //! is also trained by plain SGD (no momentum; the rate chosen per strategy and
 //! start by the mean validation NLL over seeds), from the authors' start and from
 //! the shoulder start (every latent at −4, PGD at the same effective weights),
-//! where Adam at the authors' rate runs too. The table reports the fit and the
+//! where Adam at the experiment's own rate runs too. The table reports the fit and the
 //! escape dynamics (every latent entry's shoulder membership at 100 snapshots).
 
 use super::controls::mean_finite;
@@ -16,6 +16,20 @@ use crate::report::{Metrics, Table};
 use crate::train::{choose, Choice};
 use optim::{AdamConfig, SgdConfig};
 use tensor::Result;
+
+/// `lift-ebm-1d`'s study: total variation and test NLL, Adam at the authors' 1e-3.
+pub const EBM_1D: Study = Study {
+    experiment: "lift-ebm-1d",
+    fits: &[("tv", "total variation", 4), ("nll", "test NLL", 3)],
+    adam_lr: 1e-3,
+};
+
+/// `lift-flow-2d`'s study: test NLL, Adam at CP-Flow's toy 5e-3.
+pub const FLOW_2D: Study = Study {
+    experiment: "lift-flow-2d",
+    fits: &[("nll", "test NLL", 3)],
+    adam_lr: 5e-3,
+};
 
 /// The SGD learning rates of the full setting: decades, since the clipped
 /// gradient's scale differs between strategies by orders of magnitude.
@@ -33,26 +47,53 @@ const STRATEGIES: [Strategy; 4] = [
     Strategy::LiftCode,
 ];
 
+/// What differs between the experiments that run the study.
+#[derive(Clone, Copy, Debug)]
+pub struct Study {
+    /// The experiment's name, as the tables and the evidence state it.
+    pub experiment: &'static str,
+    /// The fit columns: a cell's number, its header and its digits.
+    pub fits: &'static [(&'static str, &'static str, usize)],
+    /// The authors' Adam rate, run from the shoulder start beside SGD.
+    pub adam_lr: f64,
+}
+
 /// The study's tables.
 pub struct StudyTables {
     /// Fit and escape per target, start, optimiser and strategy.
     pub table: Table,
     /// The choice of the SGD rate.
     pub choice: Table,
+    study: Study,
 }
 
 impl StudyTables {
-    /// Empty tables whose captions state `setting`.
-    pub fn new(setting: &str) -> StudyTables {
+    /// Empty tables of `study` whose captions state `setting`.
+    pub fn new(study: Study, setting: &str) -> StudyTables {
+        let Study {
+            experiment,
+            adam_lr,
+            ..
+        } = study;
+        let mut headers = vec!["target", "start", "optimiser", "method"];
+        headers.extend(study.fits.iter().map(|f| f.1));
+        headers.extend([
+            "shoulder occupancy at the end",
+            "entries ever on the shoulder",
+            "of all entries, on it and later off",
+            "state changes per entry",
+            "non-finite steps skipped",
+        ]);
         StudyTables {
             table: Table::new(
-                &format!("lift-ebm-1d: plain SGD, where the shoulder theory applies, from the authors' start and from the shoulder start (every latent at {SHOULDER_LATENT}, sigmoid ≈ 0.018; PGD at the same effective weights), with Adam at the authors' 1e-3 from the shoulder too; {setting}; SGD's rate chosen per strategy and start by the mean validation NLL (its own table); mean ± std over seeds; the escape columns follow every latent entry's shoulder membership (sigmoid(θ̃) ≤ 0.05; PGD: clamped to 0) at 100 snapshots"),
-                &["target", "start", "optimiser", "method", "total variation", "test NLL", "shoulder occupancy at the end", "entries ever on the shoulder", "of all entries, on it and later off", "state changes per entry", "non-finite steps skipped"],
+                &format!("{experiment}: plain SGD, where the shoulder theory applies, from the authors' start and from the shoulder start (every latent at {SHOULDER_LATENT}, sigmoid ≈ 0.018; PGD at the same effective weights), with Adam at the authors' {adam_lr} from the shoulder too; {setting}; SGD's rate chosen per strategy and start by the mean validation NLL (its own table); mean ± std over seeds; the escape columns follow every latent entry's shoulder membership (sigmoid(θ̃) ≤ 0.05; PGD: clamped to 0) at 100 snapshots"),
+                &headers,
             ),
             choice: Table::new(
-                &format!("lift-ebm-1d: the choice of the plain-SGD learning rate per strategy and start — mean validation NLL over seeds, on validation samples drawn apart from the test samples; {setting}; the best (←) is used in the SGD table; one at the grid's edge is marked"),
+                &format!("{experiment}: the choice of the plain-SGD learning rate per strategy and start — mean validation NLL over seeds, on validation samples drawn apart from the test samples; {setting}; the best (←) is used in the SGD table; one at the grid's edge is marked"),
                 &["target", "start", "method", "lr", "validation NLL (mean over seeds)"],
             ),
+            study,
         }
     }
 }
@@ -126,12 +167,13 @@ pub fn run_target(
         }
         rows(grid, (name, start, "SGD (chosen lr)"), &chosen, tables)?;
         if let Convention::Shoulder(_) = start {
-            let adam = Rule::Adam(AdamConfig::adam(1e-3));
+            let lr = tables.study.adam_lr;
+            let adam = Rule::Adam(AdamConfig::adam(lr));
             let mut arms = Vec::new();
             for strategy in STRATEGIES {
                 arms.push((strategy, train(strategy, adam.clone(), start, grid)?));
             }
-            rows(grid, (name, start, "Adam lr 0.001"), &arms, tables)?;
+            rows(grid, (name, start, &format!("Adam lr {lr}")), &arms, tables)?;
         }
     }
     Ok(())
@@ -152,25 +194,30 @@ fn rows(
             .iter()
             .filter(|v| v.is_finite())
             .sum();
-        tables.table.row(vec![
+        let mut row = vec![
             name.into(),
             start_name(start),
             optimiser.into(),
             arm.split(" · ")
                 .nth(1)
                 .map_or(strategy.name(), |o| format!("{} ({o})", strategy.name())),
-            cell("tv", 4)?,
-            cell("nll", 3)?,
+        ];
+        for &(key, _, digits) in tables.study.fits {
+            row.push(cell(key, digits)?);
+        }
+        row.extend([
             cell("shoulder", 3)?,
             cell("escape_ever", 3)?,
             cell("escape_left", 3)?,
             cell("escape_changes", 2)?,
             format!("{skipped}"),
         ]);
+        tables.table.row(row);
         nlls.push((*strategy, grid.values(arm, name, "nll")?));
     }
     let setting = format!(
-        "lift-ebm-1d, {name}, {optimiser}, {} start",
+        "{}, {name}, {optimiser}, {} start",
+        tables.study.experiment,
         start_name(start)
     );
     tables
