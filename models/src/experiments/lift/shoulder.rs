@@ -1,11 +1,12 @@
-//! The lift experiments' SGD study (`lift-ebm-1d`, `lift-flow-2d`): the shoulder argument (gradients attenuated by
-//! ψ' = sigmoid on the softplus shoulder, Kramers escape times) is about SGD, while
-//! Adam divides the attenuation away. So every strategy but the width-matched one
-//! is also trained by plain SGD (no momentum; the rate chosen per strategy and
-//! start by the mean validation NLL over seeds), from the authors' start and from
-//! the shoulder start (every latent at −4, PGD at the same effective weights),
-//! where Adam at the experiment's own rate runs too. The table reports the fit and the
-//! escape dynamics (every latent entry's shoulder membership at 100 snapshots).
+//! The lift experiments' SGD study (`lift-ebm-1d`, `lift-flow-2d`): the shoulder
+//! argument (gradients attenuated by ψ' = sigmoid on the softplus shoulder, Kramers
+//! escape times) is about SGD, while Adam divides the attenuation away. So every
+//! strategy but the width-matched one is also trained by plain SGD (no momentum;
+//! the rate chosen per strategy and start by the mean validation NLL over seeds),
+//! from the authors' start and from the shoulder start (every latent at −4, PGD at
+//! the same effective weights), where Adam at the experiment's own rate runs too.
+//! The table reports the fit and the escape dynamics (every latent entry's
+//! shoulder membership at 100 snapshots).
 
 use super::controls::mean_finite;
 use super::groups::Rule;
