@@ -16,7 +16,7 @@ use crate::text::vocab::{Vocab, BOS, EOS, PAD};
 use crate::train::set_mode;
 use crate::train::{
     preconditioning_batch, train as train_loop, Batch, Batches, Budget, Hyper, Method, Plan,
-    Preconditioning, Task, Training,
+    Preconditioning, Task, Training, CONVERGED_DAMPING,
 };
 use autograd::Var;
 use nn::decode::{beam_search, greedy, DecodeConfig};
@@ -537,6 +537,7 @@ fn settings(cfg: &RunConfig, corpus: &Corpus, vocab: &Vocab) -> Result<Settings>
             refresh_every: 100,
             precond_batch: 64,
             inner_lr: 1e-3,
+            converged_damping: CONVERGED_DAMPING,
         },
         warmup: cfg.opt("warmup", if q { 100 } else { 1000 })?,
         smoothing: cfg.opt("smoothing", 0.1)?,

@@ -25,7 +25,7 @@ pub enum Method {
     /// Outside the authors' method, an upper bound: LLQR+SAM whose U is set at every
     /// refresh to the converged diagonal of the mean Fisher, scaled by δ,
     /// δ/(diag F̄ + δ) ([`optim::llqr::Refit::ConvergedDiagonal`], [`CONVERGED_PROBES`]
-    /// probes, δ = [`CONVERGED_DAMPING`]·tr F̄/P), with no EMA; its outer learning
+    /// probes, δ = [`Hyper::converged_damping`]·tr F̄/P), with no EMA; its outer learning
     /// rate is retuned on validation, since U rescales the step.
     LlqrSamConverged(PerturbationNorm),
 }
@@ -34,7 +34,8 @@ pub enum Method {
 /// inner steps, spent on curvature-vector products instead).
 pub const CONVERGED_PROBES: usize = 300;
 
-/// The converged-diagonal arm's damping δ as a fraction of the mean diagonal Fisher.
+/// The converged-diagonal arm's default damping δ as a fraction of the mean
+/// diagonal Fisher (the 10⁻³).
 pub const CONVERGED_DAMPING: f64 = 1e-3;
 
 fn geometry_name(g: Geometry) -> &'static str {
@@ -164,6 +165,9 @@ pub struct Hyper {
     pub precond_batch: usize,
     /// LLQR: the inner solve's learning rate.
     pub inner_lr: f64,
+    /// The converged-diagonal arm: δ as a fraction of the mean diagonal Fisher
+    /// ([`CONVERGED_DAMPING`] by default).
+    pub converged_damping: f64,
 }
 
 /// LLQR's preconditioning batch: `count` indices below `len`, drawn with replacement.

@@ -16,7 +16,7 @@ pub mod u_effect;
 pub use batches::Batches;
 pub use choice::{choose, Choice};
 pub use fit::{batch_x, fit, FitSettings, OptimizerKind};
-pub use method::{preconditioning_batch, Hyper, Method};
+pub use method::{preconditioning_batch, Hyper, Method, CONVERGED_DAMPING};
 pub use spread::Spread;
 pub use trainer::{
     set_mode, train, Budget, Cadence, Evaluation, Flow, NonFinite, Outcome, Plan, Task,

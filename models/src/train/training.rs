@@ -4,7 +4,7 @@
 //! mode → refresh on a preconditioning batch → U's effect on a held-out gradient →
 //! training mode → log U) lives here.
 
-use super::method::{Hyper, Method, CONVERGED_DAMPING, CONVERGED_PROBES};
+use super::method::{Hyper, Method, CONVERGED_PROBES};
 use super::spread::Spread;
 use super::u_effect::{u_effect, UEffect};
 use crate::report::Metrics;
@@ -159,7 +159,7 @@ impl<T: Element> Training<T> {
                     ema: 0.0,
                     refit: Refit::ConvergedDiagonal {
                         probes: CONVERGED_PROBES,
-                        relative_damping: CONVERGED_DAMPING,
+                        relative_damping: h.converged_damping,
                         seed: CONVERGED_PROBE_SEED,
                     },
                     ..LlqrConfig::default()

@@ -13,7 +13,7 @@ use models::experiments::cifar::network::Network;
 use models::experiments::cifar::{run, train_arm, Optimiser, Settings};
 use models::experiments::images::ImageSet;
 use models::report::Metrics;
-use models::train::Hyper;
+use models::train::{Hyper, CONVERGED_DAMPING};
 use nn::augment::Augment;
 use nn::checkpoint::AnyTensor;
 
@@ -32,6 +32,7 @@ fn settings(width: usize, epochs: usize) -> Settings {
             refresh_every: 3,
             precond_batch: 16,
             inner_lr: 1e-3,
+            converged_damping: CONVERGED_DAMPING,
         },
         adam_lr: 1e-3,
         adamw_decay: 0.05,

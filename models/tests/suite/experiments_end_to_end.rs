@@ -164,7 +164,11 @@ fn the_converged_u_arm_takes_sams_rho_and_chooses_its_own_rate() {
         tables[0].rows
     );
     let lr = &tables[1];
-    assert!(lr.title.contains("learning rate"), "{}", lr.title);
+    assert!(
+        lr.title.contains("learning rate") && lr.title.contains("δ = 0.001·tr F̄/P"),
+        "{}",
+        lr.title
+    );
     assert!(lr.rows.len() >= 2 && lr.rows.iter().all(|r| r[0].contains("converged")));
     for col in 2..4 {
         let marked = lr.rows.iter().filter(|r| r[col].contains('←')).count();
@@ -205,6 +209,9 @@ fn the_converged_u_arm_takes_sams_rho_and_chooses_its_own_rate() {
     let bad = config(&["--dataset", "digits", "--converged-lrs", "0.2,0.1"], &dir);
     let e = llqr_sam::classify::run(&bad).unwrap_err().to_string();
     assert!(e.contains("--converged-lrs"), "{e}");
+    let bad = config(&["--dataset", "digits", "--converged-damping", "0"], &dir);
+    let e = llqr_sam::classify::run(&bad).unwrap_err().to_string();
+    assert!(e.contains("--converged-damping"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -5,7 +5,7 @@ use models::experiments::llqr_sam::classify::{train_arm, Arm, Refreshes, Regime}
 use models::experiments::llqr_sam::network::Model;
 use models::experiments::llqr_sam::pothole::{scalar_run, Pothole};
 use models::report::Metrics;
-use models::train::{Hyper, Method};
+use models::train::{Hyper, Method, CONVERGED_DAMPING};
 use optim::llqr::{Geometry, PerturbationNorm};
 
 fn hyper() -> Hyper {
@@ -20,6 +20,7 @@ fn hyper() -> Hyper {
         refresh_every: 1,
         precond_batch: 64,
         inner_lr: 10.0,
+        converged_damping: CONVERGED_DAMPING,
     }
 }
 

@@ -10,7 +10,7 @@ use models::cli::RunConfig;
 use models::experiments::seq2seq::{corpus, run, train_arm, Optimiser, Settings};
 use models::report::Metrics;
 use models::text::vocab::Vocab;
-use models::train::Hyper;
+use models::train::{Hyper, CONVERGED_DAMPING};
 use nn::nets::transformer::TransformerConfig;
 
 #[test]
@@ -48,6 +48,7 @@ fn a_small_transformer_learns_the_synthetic_language_pair() {
             refresh_every: 100,
             precond_batch: 32,
             inner_lr: 1e-3,
+            converged_damping: CONVERGED_DAMPING,
         },
         warmup: 100,
         smoothing: 0.1,

@@ -17,7 +17,7 @@ use crate::report::{Metrics, Plot, Table};
 use crate::train::set_mode;
 use crate::train::{
     batch_x, preconditioning_batch, train, Batch, Batches, Budget, Hyper, Method, Plan,
-    Preconditioning, Spread, Task, Training,
+    Preconditioning, Spread, Task, Training, CONVERGED_DAMPING,
 };
 use autograd::{no_grad, Var};
 use data::{one_hot, Images};
@@ -657,6 +657,7 @@ fn settings(
             refresh_every: cfg.opt("refresh", if q { 50 } else { 200 })?,
             precond_batch: 64,
             inner_lr: 1e-3,
+            converged_damping: CONVERGED_DAMPING,
         },
         adam_lr: cfg.opt("adam-lr", 1e-3)?,
         adamw_decay: cfg.opt("adamw-decay", 0.05)?,

@@ -21,7 +21,7 @@ use crate::train::choice::{choose, extensions, scored_values, Choice};
 use crate::train::set_mode;
 use crate::train::{
     batch_x, preconditioning_batch, train as train_loop, Batch, Batches, Budget, Hyper, Method,
-    NonFinite, Plan, Preconditioning, Spread, Task, Training,
+    NonFinite, Plan, Preconditioning, Spread, Task, Training, CONVERGED_DAMPING,
 };
 use autograd::Var;
 use nn::checkpoint::AnyTensor;
@@ -47,6 +47,10 @@ pub const OPTIONS: &[(&str, &str)] = &[
     (
         "converged-lrs",
         "outer learning rates the converged-diagonal arm (llqr-sam-converged-*, an upper bound outside the authors' method, at SAM's ρ) chooses from on validation (0.0125,0.05,0.2,0.8: U = δ/(diag F̄ + δ) leaves a flat coordinate SGD's step and shrinks a stiff one); a single value is used as given",
+    ),
+    (
+        "converged-damping",
+        "the converged-diagonal arm's damping δ as a fraction of the mean diagonal Fisher, tr F̄/P (0.001)",
     ),
     (
         "validation",
@@ -619,6 +623,12 @@ impl Options {
             )));
         }
         let labels = ValidationLabels::parse(&cfg.opt("validation-labels", "clean".to_string())?)?;
+        let converged_damping: f64 = cfg.opt("converged-damping", CONVERGED_DAMPING)?;
+        if !(converged_damping.is_finite() && converged_damping > 0.0) {
+            return Err(Error::usage(format!(
+                "--converged-damping: a positive, finite fraction expected, got {converged_damping}"
+            )));
+        }
         let hyper = Hyper {
             lr: cfg.opt("lr", 0.05)?,
             momentum: 0.9,
@@ -630,6 +640,7 @@ impl Options {
             refresh_every: 1,
             precond_batch: 128,
             inner_lr: cfg.opt("inner-lr", 1e-3)?,
+            converged_damping,
         };
         let arms: Vec<Method> = cfg
             .opt_list(
@@ -843,12 +854,13 @@ fn choose_lrs(
         .collect::<Result<Vec<_>>>()?;
     let mut table = noise_table(
         &format!(
-            "llqr-sam: the choice of the converged-diagonal arm's outer learning rate (an upper bound outside the authors' method: U = δ/(diag F̄ + δ) shrinks the step on stiff coordinates) — validation accuracy (%, against the {lab} labels of {n_val} held-out training images, {pct:.0} %) after training on the other {n_fit}, at SAM's ρ for the level, seed {seed}; the best per column (←) is used below; a best rate at the grid's edge grows the grid by one of its steps, at most {ext} per side, and one still at the edge is marked; the test set plays no part",
+            "llqr-sam: the choice of the converged-diagonal arm's outer learning rate (an upper bound outside the authors' method: U = δ/(diag F̄ + δ), δ = {damping}·tr F̄/P, shrinks the step on stiff coordinates) — validation accuracy (%, against the {lab} labels of {n_val} held-out training images, {pct:.0} %) after training on the other {n_fit}, at SAM's ρ for the level, seed {seed}; the best per column (←) is used below; a best rate at the grid's edge grows the grid by one of its steps, at most {ext} per side, and one still at the edge is marked; the test set plays no part",
             lab = labels.name(),
             n_val = splits[0].1.len(),
             pct = fraction * 100.0,
             n_fit = splits[0].0.len(),
             ext = o.extensions,
+            damping = o.hyper.converged_damping,
         ),
         (&["optimiser", "lr"], &[]),
         &o.levels,
