@@ -2,7 +2,7 @@
 //! the inner objective converges to, set directly instead of learned by 50 steps.
 //!
 //! Averaged over gradients, J(U) = −gᵀUg + ½(Ug)ᵀ(G + δI)(Ug) with a diagonal U is
-//! Σᵢ E[gᵢ²]·(−uᵢ + ½uᵢ²(Gᵢᵢ + δ)) plus cross terms uᵢuⱼE[gᵢgⱼ]Gᵢⱼ; without the cross
+//! Σᵢ E(gᵢ²)·(−uᵢ + ½uᵢ²(Gᵢᵢ + δ)) plus cross terms uᵢuⱼE(gᵢgⱼ)Gᵢⱼ; without the cross
 //! terms (a curvature that is nearly diagonal, or gradients whose coordinates are
 //! nearly uncorrelated) its minimiser is uᵢ = 1/(Gᵢᵢ + δ) whatever the gradients'
 //! second moments: the damped diagonal natural-gradient (or Newton) preconditioner.
@@ -13,7 +13,7 @@
 //! change what the outer learning rate means with it, while scaled, a coordinate
 //! without curvature keeps the outer step and a stiff one gets δ/Gᵢᵢ of it; the
 //! outer rate (retuned for this U) absorbs the constant. diag G comes from Hutchinson's estimator with Rademacher probes v,
-//! E[v ∘ Gv] = diag G, exact with one probe when G is diagonal; negative estimates
+//! E(v ∘ Gv) = diag G, exact with one probe when G is diagonal; negative estimates
 //! (sampling noise on entries with little curvature) count as 0.
 
 use super::preconditioner::{Gvp, Preconditioner};
