@@ -382,6 +382,18 @@ impl Data {
         Ok(self.clean.with_label_noise(level, &mut Rng::new(draw))?.0)
     }
 
+    /// [`Data::choice_split`] at every noise level, in order.
+    fn choice_splits(
+        &self,
+        seed: u64,
+        validation: (f64, ValidationLabels),
+    ) -> Result<Vec<(Dataset, Dataset)>> {
+        self.levels
+            .iter()
+            .map(|&level| self.choice_split(level, seed, validation))
+            .collect()
+    }
+
     /// The split ρ is chosen on at noise `level` for `seed`: the noisy training
     /// set without the held-out images, and the held-out images with `labels`.
     fn choice_split(
@@ -398,6 +410,22 @@ impl Data {
         };
         Ok((fit, held_out))
     }
+}
+
+/// What a choice table scores, for its caption: "validation accuracy (%, against
+/// the clean labels of 800 held-out training images, 10 %) after training on the
+/// other 7200".
+fn validation_scored(
+    (fraction, labels): (f64, ValidationLabels),
+    splits: &[(Dataset, Dataset)],
+) -> String {
+    format!(
+        "validation accuracy (%, against the {} labels of {} held-out training images, {:.0} %) after training on the other {}",
+        labels.name(),
+        splits[0].1.len(),
+        fraction * 100.0,
+        splits[0].0.len()
+    )
 }
 
 /// An arm summarised over seeds, for every noise level.
@@ -737,19 +765,11 @@ fn choose_rhos(o: &Options, data: &Data, seed: u64) -> Result<(Vec<Vec<f64>>, Op
     if !o.chooses() {
         return Ok((vec![vec![o.rhos[0]; n_levels]; o.arms.len()], None));
     }
-    let (fraction, labels) = o.validation;
-    let splits = data
-        .levels
-        .iter()
-        .map(|&level| data.choice_split(level, seed, o.validation))
-        .collect::<Result<Vec<_>>>()?;
+    let splits = data.choice_splits(seed, o.validation)?;
     let mut table = noise_table(
         &format!(
-            "llqr-sam: the choice of ρ — validation accuracy (%, against the {lab} labels of {n_val} held-out training images, {pct:.0} %) after training on the other {n_fit} (noisy like the training set), seed {seed}, same budget as below; the best per column (←) is used below; a best ρ at the grid's edge grows the grid by one of its steps, at most {ext} per side (— not scored), and one still at the edge is marked; the test set plays no part",
-            lab = labels.name(),
-            n_val = splits[0].1.len(),
-            pct = fraction * 100.0,
-            n_fit = splits[0].0.len(),
+            "llqr-sam: the choice of ρ — {scored} (noisy like the training set), seed {seed}, same budget as below; the best per column (←) is used below; a best ρ at the grid's edge grows the grid by one of its steps, at most {ext} per side (— not scored), and one still at the edge is marked; the test set plays no part",
+            scored = validation_scored(o.validation, &splits),
             ext = o.extensions,
         ),
         (&["optimiser", "ρ"], &[]),
@@ -846,19 +866,11 @@ fn choose_lrs(
         }
         return Ok((chosen, None));
     }
-    let (fraction, labels) = o.validation;
-    let splits = data
-        .levels
-        .iter()
-        .map(|&level| data.choice_split(level, seed, o.validation))
-        .collect::<Result<Vec<_>>>()?;
+    let splits = data.choice_splits(seed, o.validation)?;
     let mut table = noise_table(
         &format!(
-            "llqr-sam: the choice of the converged-diagonal arm's outer learning rate (an upper bound outside the authors' method: U = δ/(diag F̄ + δ), δ = {damping}·tr F̄/P, shrinks the step on stiff coordinates) — validation accuracy (%, against the {lab} labels of {n_val} held-out training images, {pct:.0} %) after training on the other {n_fit}, at SAM's ρ for the level, seed {seed}; the best per column (←) is used below; a best rate at the grid's edge grows the grid by one of its steps, at most {ext} per side, and one still at the edge is marked; the test set plays no part",
-            lab = labels.name(),
-            n_val = splits[0].1.len(),
-            pct = fraction * 100.0,
-            n_fit = splits[0].0.len(),
+            "llqr-sam: the choice of the converged-diagonal arm's outer learning rate (an upper bound outside the authors' method: U = δ/(diag F̄ + δ), δ = {damping}·tr F̄/P, shrinks the step on stiff coordinates) — {scored}, at SAM's ρ for the level, seed {seed}; the best per column (←) is used below; a best rate at the grid's edge grows the grid by one of its steps, at most {ext} per side, and one still at the edge is marked; the test set plays no part",
+            scored = validation_scored(o.validation, &splits),
             ext = o.extensions,
             damping = o.hyper.converged_damping,
         ),
