@@ -412,6 +412,25 @@ impl Data {
     }
 }
 
+/// The accuracy (%) on `held_out` of `arm` trained on `fit`: a choice's score.
+fn validation_accuracy(
+    o: &Options,
+    arm: &Arm,
+    (fit, held_out): (&Dataset, &Dataset),
+    seed: u64,
+    series: &str,
+) -> Result<f64> {
+    let r = train_arm(
+        arm,
+        (fit, held_out),
+        seed,
+        series,
+        o.quiet,
+        &mut Metrics::default(),
+    )?;
+    Ok(r.accuracy)
+}
+
 /// What a choice table scores, for its caption: "validation accuracy (%, against
 /// the clean labels of 800 held-out training images, 10 %) after training on the
 /// other 7200".
@@ -787,15 +806,14 @@ fn choose_rhos(o: &Options, data: &Data, seed: u64) -> Result<(Vec<Vec<f64>>, Op
             .map(|((fit, held_out), &level)| {
                 choose(&o.rhos, Better::Higher, o.extensions, |rho| {
                     let series = format!("choice/{}/{}/rho{rho}", method.tag(), level_name(level));
-                    let r = train_arm(
-                        &o.arm(method, rho, o.hyper.lr),
+                    let arm = o.arm(method, rho, o.hyper.lr);
+                    Ok(validation_accuracy(
+                        o,
+                        &arm,
                         (fit, held_out),
                         seed,
                         &series,
-                        o.quiet,
-                        &mut Metrics::default(),
-                    )?;
-                    Ok(r.accuracy)
+                    )?)
                 })
             })
             .collect::<tensor::Result<Vec<Choice>>>()?;
@@ -886,15 +904,14 @@ fn choose_lrs(
             .map(|(level, ((fit, held_out), &noise))| {
                 choose(&o.converged_lrs, Better::Higher, o.extensions, |lr| {
                     let series = format!("choice/{}/{}/lr{lr}", method.tag(), level_name(noise));
-                    let r = train_arm(
-                        &o.arm(method, rhos[k][level], lr),
+                    let arm = o.arm(method, rhos[k][level], lr);
+                    Ok(validation_accuracy(
+                        o,
+                        &arm,
                         (fit, held_out),
                         seed,
                         &series,
-                        o.quiet,
-                        &mut Metrics::default(),
-                    )?;
-                    Ok(r.accuracy)
+                    )?)
                 })
             })
             .collect::<tensor::Result<Vec<Choice>>>()?;
