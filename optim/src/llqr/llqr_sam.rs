@@ -328,27 +328,43 @@ impl<T: Element> LlqrSam<T> {
     /// the parameter where it starts; U is then unchanged and the refresh stays
     /// due.
     fn fit(&mut self, g: &[Tensor<T>], gvp: &Gvp<'_, T>) -> Result<InnerTrace> {
-        if let Refit::ConvergedDiagonal {
-            probes,
-            relative_damping,
-            seed,
-        } = self.cfg.refit
-        {
-            let mut rng = Rng::new(seed ^ (self.steps as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-            let fitted = converged_diagonal(&self.u, g, gvp, (probes, relative_damping), &mut rng)?;
-            let damping = self.cfg.inner.damping;
-            let objective = vec![
-                self.u.objective(g, gvp, damping)?,
-                fitted.objective(g, gvp, damping)?,
-            ];
-            self.u.ema(&fitted, self.cfg.ema)?;
-            self.u.floor_diagonal(self.cfg.floor);
-            self.refreshed_at = Some(self.steps);
-            return Ok(InnerTrace {
-                objective,
-                sanitised: 0,
-            });
-        }
+        let (fitted, trace) = match self.cfg.refit {
+            Refit::InnerSolve => self.inner_solve(g, gvp)?,
+            Refit::ConvergedDiagonal {
+                probes,
+                relative_damping,
+                seed,
+            } => {
+                let mut rng =
+                    Rng::new(seed ^ (self.steps as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                let fitted =
+                    converged_diagonal(&self.u, g, gvp, (probes, relative_damping), &mut rng)?;
+                let damping = self.cfg.inner.damping;
+                let objective = vec![
+                    self.u.objective(g, gvp, damping)?,
+                    fitted.objective(g, gvp, damping)?,
+                ];
+                let trace = InnerTrace {
+                    objective,
+                    sanitised: 0,
+                };
+                (fitted, trace)
+            }
+        };
+        self.u.ema(&fitted, self.cfg.ema)?;
+        self.u.floor_diagonal(self.cfg.floor);
+        self.sanitised += trace.sanitised;
+        self.refreshed_at = Some(self.steps);
+        Ok(trace)
+    }
+
+    /// The authors' inner solve from the current U; an error when its objective is
+    /// not finite (U is then unchanged).
+    fn inner_solve(
+        &self,
+        g: &[Tensor<T>],
+        gvp: &Gvp<'_, T>,
+    ) -> Result<(Preconditioner<T>, InnerTrace)> {
         let mut fitted = self.u.clone();
         let trace = fitted.learn(g, gvp, &self.cfg.inner)?;
         if let Some(step) = trace.objective.iter().position(|j| !j.is_finite()) {
@@ -361,11 +377,7 @@ impl<T: Element> LlqrSam<T> {
                 ),
             ));
         }
-        self.u.ema(&fitted, self.cfg.ema)?;
-        self.u.floor_diagonal(self.cfg.floor);
-        self.sanitised += trace.sanitised;
-        self.refreshed_at = Some(self.steps);
-        Ok(trace)
+        Ok((fitted, trace))
     }
 }
 

@@ -412,23 +412,41 @@ impl Data {
     }
 }
 
-/// The accuracy (%) on `held_out` of `arm` trained on `fit`: a choice's score.
-fn validation_accuracy(
+/// One validation choice per noise level from `grid` (its values named `key` in
+/// the series): `arm_at(level, value)` trained on each level's fitting split and
+/// scored by its accuracy (%) on the held-out split.
+fn choose_per_level(
     o: &Options,
-    arm: &Arm,
-    (fit, held_out): (&Dataset, &Dataset),
+    (data, splits): (&Data, &[(Dataset, Dataset)]),
     seed: u64,
-    series: &str,
-) -> Result<f64> {
-    let r = train_arm(
-        arm,
-        (fit, held_out),
-        seed,
-        series,
-        o.quiet,
-        &mut Metrics::default(),
-    )?;
-    Ok(r.accuracy)
+    (grid, key): (&[f64], &str),
+    arm_at: impl Fn(usize, f64) -> Arm,
+) -> Result<Vec<Choice>> {
+    let choices = splits
+        .iter()
+        .zip(&data.levels)
+        .enumerate()
+        .map(|(level, ((fit, held_out), &noise))| {
+            choose(grid, Better::Higher, o.extensions, |value| {
+                let arm = arm_at(level, value);
+                let series = format!(
+                    "choice/{}/{}/{key}{value}",
+                    arm.method.tag(),
+                    level_name(noise)
+                );
+                let r = train_arm(
+                    &arm,
+                    (fit, held_out),
+                    seed,
+                    &series,
+                    o.quiet,
+                    &mut Metrics::default(),
+                )?;
+                Ok(r.accuracy)
+            })
+        })
+        .collect::<tensor::Result<Vec<Choice>>>()?;
+    Ok(choices)
 }
 
 /// What a choice table scores, for its caption: "validation accuracy (%, against
@@ -800,23 +818,9 @@ fn choose_rhos(o: &Options, data: &Data, seed: u64) -> Result<(Vec<Vec<f64>>, Op
             chosen.push(vec![0.0; n_levels]);
             continue;
         }
-        let choices = splits
-            .iter()
-            .zip(&data.levels)
-            .map(|((fit, held_out), &level)| {
-                choose(&o.rhos, Better::Higher, o.extensions, |rho| {
-                    let series = format!("choice/{}/{}/rho{rho}", method.tag(), level_name(level));
-                    let arm = o.arm(method, rho, o.hyper.lr);
-                    Ok(validation_accuracy(
-                        o,
-                        &arm,
-                        (fit, held_out),
-                        seed,
-                        &series,
-                    )?)
-                })
-            })
-            .collect::<tensor::Result<Vec<Choice>>>()?;
+        let choices = choose_per_level(o, (data, &splits), seed, (&o.rhos, "rho"), |_, rho| {
+            o.arm(method, rho, o.hyper.lr)
+        })?;
         choice_rows(&mut table, &method.name(), &choices);
         chosen.push(chosen_values(&choices));
     }
@@ -897,24 +901,13 @@ fn choose_lrs(
     );
     for &k in &retuned {
         let method = o.arms[k];
-        let choices = splits
-            .iter()
-            .zip(&data.levels)
-            .enumerate()
-            .map(|(level, ((fit, held_out), &noise))| {
-                choose(&o.converged_lrs, Better::Higher, o.extensions, |lr| {
-                    let series = format!("choice/{}/{}/lr{lr}", method.tag(), level_name(noise));
-                    let arm = o.arm(method, rhos[k][level], lr);
-                    Ok(validation_accuracy(
-                        o,
-                        &arm,
-                        (fit, held_out),
-                        seed,
-                        &series,
-                    )?)
-                })
-            })
-            .collect::<tensor::Result<Vec<Choice>>>()?;
+        let choices = choose_per_level(
+            o,
+            (data, &splits),
+            seed,
+            (&o.converged_lrs, "lr"),
+            |level, lr| o.arm(method, rhos[k][level], lr),
+        )?;
         choice_rows(&mut table, &method.name(), &choices);
         chosen[k] = chosen_values(&choices);
     }
