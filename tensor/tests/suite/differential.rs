@@ -10,7 +10,7 @@ use tensor::reference::Dense;
 use tensor::Tensor;
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(crate::common::config(256))]
 
     /// The engine agrees with the reference on random programs of built-in ops.
     #[test]
