@@ -158,31 +158,68 @@ impl<T: Element> Adam<T> {
         let max_abs = |t: &[T]| t.iter().fold(T::zero(), |a, &b| a.max(b.abs()));
         // √(MAX/4) / √(1 − β₂), in this order: MAX/4/(1 − β₂) itself overflows.
         let limit = (T::max_value() / T::from_f64(4.0)).sqrt() / (T::one() - steps[0].beta2).sqrt();
-        for (i, (p, g)) in self.params.iter().zip(grads.tensors()).enumerate() {
+        let coupled = |h: &AdamStep<T>| {
+            if h.decoupled {
+                T::zero()
+            } else {
+                h.weight_decay
+            }
+        };
+        let tensors: Vec<Streams<T>> = self
+            .params
+            .iter()
+            .zip(grads.tensors())
+            .zip(&self.v)
+            .map(|((p, g), v)| {
+                (
+                    p.value().contiguous(),
+                    g.contiguous(),
+                    v.as_ref().map(|v| v.contiguous()),
+                )
+            })
+            .collect();
+        // The maxima over fixed chunks of every parameter, in parallel on a large
+        // model (this pass reads two or three streams before the update's seven);
+        // a maximum is exact in any grouping, so the bits are the same at any
+        // thread count.
+        let chunks: Vec<(usize, usize)> = tensors
+            .iter()
+            .enumerate()
+            .flat_map(|(i, (x, _, _))| {
+                (0..x.numel())
+                    .step_by(tensor::parallel::CHUNK)
+                    .map(move |s| (i, s))
+            })
+            .collect();
+        let work: usize = tensors.iter().map(|(x, _, _)| x.numel()).sum();
+        let maxima = tensor::parallel::map_collect(chunks.len(), work, |k| {
+            let (i, start) = chunks[k];
+            let (x, g, v) = &tensors[i];
+            let end = (start + tensor::parallel::CHUNK).min(x.numel());
+            let max_of = |t: &Tensor<T>| max_abs(&t.as_slice().expect("contiguous")[start..end]);
+            // The parameter is read only when coupled decay adds it to the gradient.
+            let decay = if coupled(&steps[i]) > T::zero() {
+                coupled(&steps[i]) * max_of(x)
+            } else {
+                T::zero()
+            };
+            (max_of(g) + decay, v.as_ref().map_or(T::zero(), max_of))
+        });
+        let mut bounds = vec![(T::zero(), T::zero()); tensors.len()];
+        for (&(i, _), &(gmax, vmax)) in chunks.iter().zip(&maxima) {
+            bounds[i] = (bounds[i].0.max(gmax), bounds[i].1.max(vmax));
+        }
+        for (i, (p, (x, g, _))) in self.params.iter().zip(&tensors).enumerate() {
+            let (gmax, vmax) = bounds[i];
+            if gmax <= limit && vmax <= T::max_value() / T::from_f64(2.0) {
+                continue;
+            }
             let h = &steps[i];
-            let (x, g) = (p.value().contiguous(), g.contiguous());
             let (xs, gs) = (
                 x.as_slice().expect("contiguous"),
                 g.as_slice().expect("contiguous"),
             );
-            let coupled = if h.decoupled {
-                T::zero()
-            } else {
-                h.weight_decay
-            };
-            let vmax = self.v[i].as_ref().map_or(T::zero(), |v| {
-                max_abs(v.contiguous().as_slice().expect("contiguous"))
-            });
-            // The parameter is read only when coupled decay adds it to the gradient.
-            let decay = if coupled > T::zero() {
-                coupled * max_abs(xs)
-            } else {
-                T::zero()
-            };
-            if max_abs(gs) + decay <= limit && vmax <= T::max_value() / T::from_f64(2.0) {
-                continue;
-            }
-            let zeros = || Tensor::zeros_like(&x);
+            let zeros = || Tensor::zeros_like(x);
             let m = self.m[i].clone().map_or_else(zeros, |m| m.contiguous());
             let v = self.v[i].clone().map_or_else(zeros, |v| v.contiguous());
             let (ms, vs) = (
@@ -204,6 +241,10 @@ impl<T: Element> Adam<T> {
         Ok(())
     }
 }
+
+/// What the overflow check reads of one parameter, contiguous: its value, its
+/// gradient and its second moment (none before the first step).
+type Streams<T> = (Tensor<T>, Tensor<T>, Option<Tensor<T>>);
 
 impl<T: Element> Optimizer<T> for Adam<T> {
     fn params(&self) -> &[Param<T>] {

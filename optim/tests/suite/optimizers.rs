@@ -266,3 +266,47 @@ fn adam_refuses_a_gradient_whose_moment_would_overflow() {
         .iter()
         .all(|(_, t)| t.iter().all(|v| v.is_finite())));
 }
+
+/// The bound that lets a step skip the element-by-element check is taken over
+/// fixed chunks of each parameter, in parallel on a large model: an overflowing
+/// gradient in the last chunk of a large parameter (beside a small one) is still
+/// found, named and refused with nothing changed, under coupled weight decay too.
+#[test]
+fn adam_finds_an_overflowing_gradient_in_any_chunk_of_a_large_parameter() {
+    let n = 300_001;
+    for weight_decay in [0.0, 0.01] {
+        let store = ParamStore::<f32>::new();
+        let big = store
+            .root()
+            .param("big", Tensor::<f32>::ones(&[n]).unwrap())
+            .unwrap();
+        store
+            .root()
+            .param("small", Tensor::from_vec(vec![1.0f32], &[1]).unwrap())
+            .unwrap();
+        let cfg = AdamConfig {
+            weight_decay,
+            decoupled: false,
+            ..AdamConfig::adam(0.1)
+        };
+        let mut opt = Adam::new(store.trainable(), cfg).unwrap();
+        let grads = |last: f32| {
+            let mut g = vec![0.5f32; n];
+            g[n - 1] = last;
+            ParamGrads::from_tensors(vec![
+                Tensor::from_vec(g, &[n]).unwrap(),
+                Tensor::from_vec(vec![0.5f32], &[1]).unwrap(),
+            ])
+        };
+        opt.step(&grads(0.5)).unwrap();
+        let value = big.value().to_vec();
+        let e = opt.step(&grads(3e38)).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("parameter 'big' element {}", n - 1))
+                && e.contains("nothing was changed"),
+            "{e}"
+        );
+        assert_eq!(big.value().to_vec(), value);
+        assert_eq!(opt.steps(), 1);
+    }
+}
