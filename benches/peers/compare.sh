@@ -13,6 +13,10 @@
 # JAX script) installed, e.g. from `python3 -m venv /tmp/peer && /tmp/peer/bin/pip
 # install torch "jax[cpu]"`; default python3. The figures are of this machine only.
 #
+# convnet and mlp also time the Rust peers, candle and burn (its NdArray and Candle
+# backends), built by build_rust_peers.sh outside the repository (RUST_PEERS=0 to
+# leave them out).
+#
 # ROUNDS=N (convnet, resnet18, mlp; default 1) repeats the engine-then-peers
 # sequence N times and ends with the median of each round's ratio: on a machine
 # whose speed moves from minute to minute (a shared VM), a ratio measured within
@@ -63,51 +67,81 @@ case $workload in
     *) echo "unknown workload '$workload' (convnet, resnet18, mlp, linalg or sgemm)" >&2; exit 2 ;;
 esac
 rounds=${ROUNDS:-1}
+# The Rust peers (candle, and burn on its NdArray and Candle backends) time the
+# conv-net and MLP steps from a scratch crate outside the repository, built once
+# (crates.io is needed the first time); RUST_PEERS=0 leaves them out.
+rust_peers=()
+if [ "${RUST_PEERS:-1}" != 0 ] && [ "$workload" != resnet18 ]; then
+    peer_dir=$(bash benches/peers/build_rust_peers.sh)
+    rust_peers=("candle:$peer_dir/candle/target/release/candle_steps $workload"
+                "burn-ndarray:$peer_dir/burn/target/release/burn_steps $workload ndarray"
+                "burn-candle:$peer_dir/burn/target/release/burn_steps $workload candle")
+fi
 measured=$(mktemp)
 trap 'rm -f "$measured"' EXIT
-# The peers print "... N thread(s): median ... X ms ..."; keep X.
+# The peers print "... N thread(s): median ... X ms over ..."; keep X.
 figure() { sed -n 's/.*thread(s): .* \([0-9.]*\) ms over.*/\1/p'; }
-for _ in $(seq "$rounds"); do
+# One line per round and peer: "ROUND PEER MS_1_THREAD MS_2_THREADS" ("-" when a
+# peer printed no figure: not installed, failed).
+record() { echo "$1 $2 ${3:--} ${4:--}" >> "$measured"; }
+for round in $(seq "$rounds"); do
     taskset -c 0,1 cargo bench -q -p benches --bench "$bench" -- "$group" > /dev/null
     ours=()
     for t in 1 2; do
         est="target/criterion/$group/${id}_${t}_threads/new/estimates.json"
         ours+=("$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['median']['point_estimate'] / 1e6)" "$est")")
     done
+    record "$round" "this-engine" "${ours[0]}" "${ours[1]}"
     mapfile -t torch_ms < <(taskset -c 0,1 "$py" "benches/peers/$torch" 1 2 | figure)
-    jax_ms=("-" "-")
+    record "$round" PyTorch "${torch_ms[0]:-}" "${torch_ms[1]:-}"
     if [ -n "$jax" ]; then
-        jax_ms[0]=$(taskset -c 0 "$py" "benches/peers/$jax" 1 2>/dev/null | figure)
-        jax_ms[1]=$(taskset -c 0,1 "$py" "benches/peers/$jax" 2 2>/dev/null | figure)
+        record "$round" JAX "$(taskset -c 0 "$py" "benches/peers/$jax" 1 2>/dev/null | figure)" \
+            "$(taskset -c 0,1 "$py" "benches/peers/$jax" 2 2>/dev/null | figure)"
     fi
-    # A peer that printed no figure (not installed, failed) counts as "-".
-    echo "${ours[*]} ${torch_ms[0]:--} ${torch_ms[1]:--} ${jax_ms[0]:--} ${jax_ms[1]:--}" >> "$measured"
+    for peer in "${rust_peers[@]}"; do
+        name=${peer%%:*} cmd=${peer#*:}
+        ms=()
+        for t in 1 2; do
+            cores=0; [ "$t" = 2 ] && cores=0,1
+            ms+=("$(RAYON_NUM_THREADS=$t MATMUL_NUM_THREADS=$t CANDLE_NUM_THREADS=$t \
+                taskset -c "$cores" $cmd "$t" 2>/dev/null | figure)")
+        done
+        record "$round" "$name" "${ms[0]}" "${ms[1]}"
+    done
 done
 "$py" - "$workload" "$measured" <<'PY'
 import statistics, sys
 w, path = sys.argv[1], sys.argv[2]
-rounds = [line.split() for line in open(path) if line.strip()]
-print(f"{w}: median step time in ms (this engine / PyTorch / JAX) and this engine's ratio to each")
+rows = [line.split() for line in open(path) if line.strip()]
+peers = list(dict.fromkeys(r[1] for r in rows if r[1] != "this-engine"))
+rounds = sorted({int(r[0]) for r in rows})
+ms = {(int(r[0]), r[1], t): r[2 + t - 1] for r in rows for t in (1, 2)}
+print(f"{w}: median step time in ms (this engine / {' / '.join(peers)}) and this engine's ratio to each")
 ratios = {}
-for r, (o1, o2, t1, t2, j1, j2) in enumerate(rounds):
+def fmt(ratio):
+    # Two decimals, three below 0.1: a peer 250 times slower is not "×0.00".
+    return f"{ratio:.2f}" if ratio >= 0.1 else f"{ratio:.3f}"
+for r in rounds:
     if len(rounds) > 1:
-        print(f" round {r + 1}:")
-    for threads, o, t, j in [(1, o1, t1, j1), (2, o2, t2, j2)]:
-        o = float(o)
-        line = f"  {threads} thread(s): {o:.2f}"
-        ratio = ""
-        for ms, peer in [(t, "PyTorch"), (j, "JAX")]:
-            if ms == "-":
+        print(f" round {r}:")
+    for threads in (1, 2):
+        o = float(ms[(r, "this-engine", threads)])
+        line, ratio = f"  {threads} thread(s): {o:.2f}", ""
+        for peer in peers:
+            p = ms.get((r, peer, threads), "-")
+            if p == "-":
                 line += " / —"
                 continue
-            line += f" / {float(ms):.2f}"
-            ratio += f"{', ' if ratio else '   '}×{o / float(ms):.2f} {peer}"
-            ratios.setdefault((threads, peer), []).append(o / float(ms))
+            line += f" / {float(p):.2f}"
+            ratio += f"{', ' if ratio else '   '}×{fmt(o / float(p))} {peer}"
+            ratios.setdefault((threads, peer), []).append(o / float(p))
         print(line + ratio)
-    torch_speedup = f"{float(t1) / float(t2):.2f}" if "-" not in (t1, t2) else "—"
-    print(f"  2-thread speed-up: this engine {float(o1) / float(o2):.2f}, PyTorch {torch_speedup}")
+    def speedup(who):
+        a, b = ms.get((r, who, 1), "-"), ms.get((r, who, 2), "-")
+        return f"{float(a) / float(b):.2f}" if "-" not in (a, b) else "—"
+    print("  2-thread speed-up: this engine " + speedup("this-engine") + "".join(f", {p} {speedup(p)}" for p in peers))
 if len(rounds) > 1:
     print(f" over {len(rounds)} rounds, the median ratio (smallest – largest):")
     for (threads, peer), rs in sorted(ratios.items()):
-        print(f"  {threads} thread(s): ×{statistics.median(rs):.2f} {peer} ({min(rs):.2f} – {max(rs):.2f})")
+        print(f"  {threads} thread(s): ×{fmt(statistics.median(rs))} {peer} ({fmt(min(rs))} – {fmt(max(rs))})")
 PY
