@@ -242,9 +242,9 @@ impl<T: Element> Adam<T> {
 }
 
 /// The largest |t| (NaN ignored, 0 for an empty slice), in sixteen independent
-/// lanes so that the compiler vectorises it: a running `max` over one accumulator
-/// stays scalar, and this pass was a tenth of an MLP step. A maximum is exact in any
-/// grouping, so the lanes change no bit of the result.
+/// lanes so that the compiler vectorises it (a running `max` over one accumulator
+/// stays scalar). A maximum is exact in any grouping, so the lanes change no bit of
+/// the result.
 fn max_abs<T: Element>(t: &[T]) -> T {
     const LANES: usize = 16;
     let mut lanes = [T::zero(); LANES];
