@@ -1,7 +1,10 @@
 //! The headline step: an MLP 784-512-512-10, batch 128, f32, cross-entropy, Adam —
 //! forward, backward and update, as `nn` and `optim` run it.
 //!
-//! Timed at 1 and 2 threads on 8 random batches cycled. Run: `cargo bench -p benches
+//! Timed at 1 and 2 threads on 8 random batches cycled, next to the step's floor:
+//! its eight matrix products alone (`floor`), at the shapes and operand layouts the
+//! forward and backward passes hand to the GEMM, so that the step's distance from
+//! what its GEMMs cost is a ratio measured in one run. Run: `cargo bench -p benches
 //! --bench training_step`; side by side with PyTorch and JAX (the same step in
 //! `benches/peers/torch_mlp_step.py` and `jax_mlp_step.py`):
 //! `benches/peers/compare.sh mlp`.
@@ -43,6 +46,30 @@ fn mlp_adam_step(c: &mut Criterion) {
         let grads = ParamGrads::collect(opt.params(), &backward(&l).unwrap());
         opt.step(&grads).unwrap();
         black_box(l.item().unwrap());
+    });
+    // The floor: per layer the forward product x·Wᵀ (W stored [outputs, inputs],
+    // read through its transposed view), the weight gradient dYᵀ·x and, but for the
+    // first layer, the input gradient dY·W — the products `Linear` and the matmul's
+    // backward compute, 0.41 GFLOP in all.
+    let layers: Vec<(Tensor<f32>, Tensor<f32>, Tensor<f32>)> = [784, 512, 512, 10]
+        .windows(2)
+        .map(|io| {
+            let (i, o) = (io[0], io[1]);
+            (
+                Tensor::rand_normal(&[128, i], 0.0, 1.0, &mut rng).unwrap(),
+                Tensor::rand_normal(&[o, i], 0.0, 0.05, &mut rng).unwrap(),
+                Tensor::rand_normal(&[128, o], 0.0, 1.0, &mut rng).unwrap(),
+            )
+        })
+        .collect();
+    benches::at_thread_counts(&mut g, "floor", &[1, 2], || {
+        for (k, (x, w, dy)) in layers.iter().enumerate() {
+            black_box(x.matmul(&w.t().unwrap()).unwrap());
+            black_box(dy.t().unwrap().matmul(x).unwrap());
+            if k > 0 {
+                black_box(dy.matmul(w).unwrap());
+            }
+        }
     });
     g.finish();
 }

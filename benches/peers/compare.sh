@@ -17,6 +17,9 @@
 # backends), built by build_rust_peers.sh outside the repository (RUST_PEERS=0 to
 # leave them out).
 #
+# mlp also prints the step against its floor, `its-GEMMs-alone`: the step's eight
+# matrix products at their shapes and layouts, timed in the same bench run.
+#
 # ROUNDS=N (convnet, resnet18, mlp; default 1) repeats the engine-then-peers
 # sequence N times and ends with the median of each round's ratio: on a machine
 # whose speed moves from minute to minute (a shared VM), a ratio measured within
@@ -92,6 +95,15 @@ for round in $(seq "$rounds"); do
         ours+=("$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['median']['point_estimate'] / 1e6)" "$est")")
     done
     record "$round" "this-engine" "${ours[0]}" "${ours[1]}"
+    if [ "$workload" = mlp ]; then
+        # The step's floor: its eight matrix products alone, timed by the same bench.
+        floor=()
+        for t in 1 2; do
+            est="target/criterion/$group/floor_${t}_threads/new/estimates.json"
+            floor+=("$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['median']['point_estimate'] / 1e6)" "$est")")
+        done
+        record "$round" "its-GEMMs-alone" "${floor[0]}" "${floor[1]}"
+    fi
     mapfile -t torch_ms < <(taskset -c 0,1 "$py" "benches/peers/$torch" 1 2 | figure)
     record "$round" PyTorch "${torch_ms[0]:-}" "${torch_ms[1]:-}"
     if [ -n "$jax" ]; then

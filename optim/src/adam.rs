@@ -117,6 +117,10 @@ pub struct Adam<T: Element> {
     step: u64,
     m: Vec<Option<Tensor<T>>>,
     v: Vec<Option<Tensor<T>>>,
+    /// Per parameter, an upper bound on max |v| (0 before the first step; `None`
+    /// when unknown, after `load_state`), carried from step to step so that the
+    /// overflow check reads v only when the bound nears overflow.
+    v_bound: Vec<Option<f64>>,
 }
 
 impl<T: Element> Adam<T> {
@@ -139,6 +143,7 @@ impl<T: Element> Adam<T> {
             step: 0,
             m: vec![None; n],
             v: vec![None; n],
+            v_bound: vec![Some(0.0); n],
         })
     }
 
@@ -152,11 +157,14 @@ impl<T: Element> Adam<T> {
     /// overflows (3·10³⁸ in f32) would otherwise set v to ∞ and freeze the
     /// weight for good, every later step returning Ok. One pass of max |g|
     /// (and max |x| under coupled decay) per parameter bounds (1 − β₂)·g² well
-    /// below overflow in every practical case; only past that bound is the
-    /// update computed element by element, writing nothing, to find the element.
-    fn refuse_overflow(&self, grads: &ParamGrads<T>, steps: &[AdamStep<T>]) -> Result<()> {
+    /// below overflow in every practical case, and the bound carried on max |v|
+    /// stands in for a pass over v until it nears overflow; only past these
+    /// bounds is the update computed element by element, writing nothing, to
+    /// find the element. Returns each parameter's bound on max |v| after the step.
+    fn refuse_overflow(&self, grads: &ParamGrads<T>, steps: &[AdamStep<T>]) -> Result<Vec<f64>> {
         // √(MAX/4) / √(1 − β₂), in this order: MAX/4/(1 − β₂) itself overflows.
         let limit = (T::max_value() / T::from_f64(4.0)).sqrt() / (T::one() - steps[0].beta2).sqrt();
+        let half_max = (T::max_value() / T::from_f64(2.0)).as_f64();
         let coupled = |h: &AdamStep<T>| {
             if h.decoupled {
                 T::zero()
@@ -164,21 +172,24 @@ impl<T: Element> Adam<T> {
                 h.weight_decay
             }
         };
+        // v is read only where no bound stands below overflow (after a reload, or
+        // after a run of huge gradients).
         let tensors: Vec<Streams<T>> = self
             .params
             .iter()
             .zip(grads.tensors())
-            .zip(&self.v)
-            .map(|((p, g), v)| {
+            .zip(self.v.iter().zip(&self.v_bound))
+            .map(|((p, g), (v, bound))| {
+                let known = bound.is_some_and(|b| b <= half_max);
                 (
                     p.value().contiguous(),
                     g.contiguous(),
-                    v.as_ref().map(|v| v.contiguous()),
+                    v.as_ref().filter(|_| !known).map(|v| v.contiguous()),
                 )
             })
             .collect();
         // The maxima over fixed chunks of every parameter, in parallel on a large
-        // model (this pass reads two or three streams before the update's seven);
+        // model (this pass reads one or two streams before the update's seven);
         // a maximum is exact in any grouping, so the bits are the same at any
         // thread count.
         let chunks: Vec<(usize, usize)> = tensors
@@ -208,9 +219,20 @@ impl<T: Element> Adam<T> {
         for (&(i, _), &(gmax, vmax)) in chunks.iter().zip(&maxima) {
             bounds[i] = (bounds[i].0.max(gmax), bounds[i].1.max(vmax));
         }
-        for (i, (p, (x, g, _))) in self.params.iter().zip(&tensors).enumerate() {
+        let mut v_after = Vec::with_capacity(tensors.len());
+        for (i, (p, (x, g, v_read))) in self.params.iter().zip(&tensors).enumerate() {
             let (gmax, vmax) = bounds[i];
-            if gmax <= limit && vmax <= T::max_value() / T::from_f64(2.0) {
+            let vmax = match (v_read, self.v_bound[i]) {
+                (None, Some(bound)) => bound,
+                _ => vmax.as_f64(),
+            };
+            v_after.push(next_v_bound(
+                steps[i].beta2.as_f64(),
+                vmax,
+                gmax.as_f64(),
+                T::EPS,
+            ));
+            if gmax <= limit && vmax <= half_max {
                 continue;
             }
             let h = &steps[i];
@@ -237,8 +259,18 @@ impl<T: Element> Adam<T> {
                 ));
             }
         }
-        Ok(())
+        Ok(v_after)
     }
+}
+
+/// An upper bound on max |v| after one step, from bounds on max |v| before it and
+/// on max |g| (with coupled decay's wd·|x|): β₂·v + (1 − β₂)·g², widened by 16
+/// rounding errors of the element type (`eps`), which cover every rounding of the
+/// kernel's v and of the bounds themselves, so the bound never falls below the v
+/// the kernel computes. It only grows looser over steps; past overflow's reach the
+/// check reads v again.
+fn next_v_bound(beta2: f64, vmax: f64, gmax: f64, eps: f64) -> f64 {
+    (beta2 * vmax + (1.0 - beta2) * gmax * gmax) * (1.0 + 16.0 * eps)
 }
 
 /// The largest |t| (NaN ignored, 0 for an empty slice), in sixteen independent
@@ -310,7 +342,7 @@ impl<T: Element> Optimizer<T> for Adam<T> {
                 decoupled,
             })
             .collect();
-        self.refuse_overflow(grads, &steps)?;
+        let v_after = self.refuse_overflow(grads, &steps)?;
         let updates = self
             .params
             .iter()
@@ -333,7 +365,13 @@ impl<T: Element> Optimizer<T> for Adam<T> {
                 unreachable!("one parameter and two moments")
             };
             adam_update(&steps[i], AdamSlices { x, g, m, v, x_out });
-        })?;
+        });
+        // A failed update may have left the moments anywhere: bound them afresh.
+        self.v_bound = match new_params {
+            Ok(_) => v_after.into_iter().map(Some).collect(),
+            Err(_) => vec![None; self.params.len()],
+        };
+        let new_params = new_params?;
         for (p, new_p) in self.params.iter().zip(new_params) {
             p.set(new_p)?;
         }
@@ -383,6 +421,7 @@ impl<T: Element> Optimizer<T> for Adam<T> {
         let lr = check_lr("Adam::load_state", state.scalar("lr")?)?;
         self.m = m;
         self.v = v;
+        self.v_bound = vec![None; self.params.len()];
         self.step = step;
         self.cfg.lr = lr;
         Ok(())

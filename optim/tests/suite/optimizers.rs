@@ -310,3 +310,74 @@ fn adam_finds_an_overflowing_gradient_in_any_chunk_of_a_large_parameter() {
         assert_eq!(opt.steps(), 1);
     }
 }
+
+/// The element-wise Adam update in f32, in the kernel's order (no fused
+/// multiply-add): whether any of the new m, v or parameter would be non-finite.
+fn adam_would_overflow(x: &[f32], g: &[f32], m: &[f32], v: &[f32], t: i32) -> bool {
+    let (b1, b2, lr, eps) = (0.9f32, 0.999f32, 0.1f32, 1e-8f32);
+    let (c1, c2) = (
+        (1.0 - 0.9f64.powi(t)) as f32,
+        (1.0 - 0.999f64.powi(t)) as f32,
+    );
+    (0..x.len()).any(|i| {
+        let m = b1 * m[i] + (1.0 - b1) * g[i];
+        let v = b2 * v[i] + (1.0 - b2) * g[i] * g[i];
+        let x = x[i] - lr * (m / c1) / ((v / c2).sqrt() + eps);
+        !(m.is_finite() && v.is_finite() && x.is_finite())
+    })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..proptest::prelude::ProptestConfig::default() })]
+
+    /// Adam refuses a step exactly when the update would make a moment or the
+    /// parameter non-finite, whatever came before: over runs of gradients up to
+    /// and past the largest safe magnitude (which drive v towards overflow over a
+    /// few steps, where the bound Adam carries on max |v| must hand over to reading
+    /// v) and a reload of the state midway (after which the bound is unknown).
+    #[test]
+    fn adam_refuses_exactly_the_steps_that_would_overflow(
+        magnitudes in proptest::collection::vec(
+            proptest::sample::select(vec![0.5f32, 1e10, 1e19, 2.5e20, 2.8e20, 3e20, 1e25]),
+            1..12,
+        ),
+        reload_at in 0usize..12,
+    ) {
+        let store = ParamStore::<f32>::new();
+        let w = store
+            .root()
+            .param("w", Tensor::from_vec(vec![1.0f32, -2.0, 0.5], &[3]).unwrap())
+            .unwrap();
+        let mut opt = Adam::new(store.trainable(), AdamConfig::adam(0.1)).unwrap();
+        let (mut m, mut v) = (vec![0.0f32; 3], vec![0.0f32; 3]);
+        for (k, &a) in magnitudes.iter().enumerate() {
+            if k == reload_at {
+                let state = opt.state();
+                opt = Adam::new(store.trainable(), AdamConfig::adam(0.1)).unwrap();
+                opt.load_state(&state).unwrap();
+            }
+            let g = vec![a, -0.5 * a, 1.0];
+            let x = w.value().to_vec();
+            let t = opt.steps() as i32 + 1;
+            let refused = adam_would_overflow(&x, &g, &m, &v, t);
+            let outcome = opt.step(&ParamGrads::from_tensors(vec![
+                Tensor::from_vec(g.clone(), &[3]).unwrap(),
+            ]));
+            proptest::prop_assert_eq!(outcome.is_err(), refused, "step {} of {:?}", k, magnitudes);
+            if refused {
+                proptest::prop_assert_eq!(w.value().to_vec(), x);
+                continue;
+            }
+            for i in 0..3 {
+                m[i] = 0.9 * m[i] + (1.0 - 0.9f32) * g[i];
+                v[i] = 0.999 * v[i] + (1.0 - 0.999f32) * g[i] * g[i];
+            }
+            let state = opt.state();
+            let held = |name: &str| {
+                state.tensors.iter().find(|(n, _)| n.starts_with(&format!("{name}."))).unwrap().1.to_vec()
+            };
+            proptest::prop_assert_eq!(held("v"), v.clone());
+            proptest::prop_assert_eq!(held("m"), m.clone());
+        }
+    }
+}
