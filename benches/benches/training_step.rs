@@ -1,10 +1,11 @@
 //! The headline step: an MLP 784-512-512-10, batch 128, f32, cross-entropy, Adam —
 //! forward, backward and update, as `nn` and `optim` run it.
 //!
-//! Timed at 1 and 2 threads on 8 random batches cycled, next to the step's floor:
-//! its eight matrix products alone (`floor`), at the shapes and operand layouts the
-//! forward and backward passes hand to the GEMM, so that the step's distance from
-//! what its GEMMs cost is a ratio measured in one run. Run: `cargo bench -p benches
+//! Timed at 1 and 2 threads on 8 random batches cycled, next to two floors: the
+//! step's eight matrix products alone (`floor`), at the shapes and operand layouts
+//! the forward and backward passes hand to the GEMM, and a 1024 × 1024 product
+//! (`square_1024`), whose rate prices the step's 0.41 GFLOP at the GEMM's best, so
+//! that the step's distance from either is a ratio measured in one run. Run: `cargo bench -p benches
 //! --bench training_step`; side by side with PyTorch and JAX (the same step in
 //! `benches/peers/torch_mlp_step.py` and `jax_mlp_step.py`):
 //! `benches/peers/compare.sh mlp`.
@@ -70,6 +71,13 @@ fn mlp_adam_step(c: &mut Criterion) {
                 black_box(dy.matmul(w).unwrap());
             }
         }
+    });
+    let (a, b) = (
+        Tensor::<f32>::rand_normal(&[1024, 1024], 0.0, 1.0, &mut rng).unwrap(),
+        Tensor::<f32>::rand_normal(&[1024, 1024], 0.0, 1.0, &mut rng).unwrap(),
+    );
+    benches::at_thread_counts(&mut g, "square_1024", &[1, 2], || {
+        black_box(a.matmul(&b).unwrap());
     });
     g.finish();
 }

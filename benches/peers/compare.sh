@@ -17,8 +17,9 @@
 # backends), built by build_rust_peers.sh outside the repository (RUST_PEERS=0 to
 # leave them out).
 #
-# mlp also prints the step against its floor, `its-GEMMs-alone`: the step's eight
-# matrix products at their shapes and layouts, timed in the same bench run.
+# mlp also prints the step against two floors timed in the same bench run:
+# `its-GEMMs-alone`, the step's eight matrix products at their shapes and layouts,
+# and `its-FLOPs-at-1024²-rate`, the step's FLOPs at the rate of a 1024² product.
 #
 # ROUNDS=N (convnet, resnet18, mlp; default 1) repeats the engine-then-peers
 # sequence N times and ends with the median of each round's ratio: on a machine
@@ -96,13 +97,18 @@ for round in $(seq "$rounds"); do
     done
     record "$round" "this-engine" "${ours[0]}" "${ours[1]}"
     if [ "$workload" = mlp ]; then
-        # The step's floor: its eight matrix products alone, timed by the same bench.
-        floor=()
+        # The step's two floors, timed by the same bench: its eight matrix products
+        # alone, and its 410,779,648 FLOPs at the rate of a 1024 x 1024 product
+        # (2·1024³ FLOPs).
+        floor=() rate=()
         for t in 1 2; do
             est="target/criterion/$group/floor_${t}_threads/new/estimates.json"
             floor+=("$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['median']['point_estimate'] / 1e6)" "$est")")
+            est="target/criterion/$group/square_1024_${t}_threads/new/estimates.json"
+            rate+=("$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['median']['point_estimate'] / 1e6 * 410779648 / 2**31)" "$est")")
         done
         record "$round" "its-GEMMs-alone" "${floor[0]}" "${floor[1]}"
+        record "$round" "its-FLOPs-at-1024²-rate" "${rate[0]}" "${rate[1]}"
     fi
     mapfile -t torch_ms < <(taskset -c 0,1 "$py" "benches/peers/$torch" 1 2 | figure)
     record "$round" PyTorch "${torch_ms[0]:-}" "${torch_ms[1]:-}"
