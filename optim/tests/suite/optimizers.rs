@@ -311,13 +311,20 @@ fn adam_finds_an_overflowing_gradient_in_any_chunk_of_a_large_parameter() {
     }
 }
 
+/// The gradient Adam's kernel moments see under coupled decay: g + wd·x, rounded
+/// as the kernel rounds it.
+fn coupled_gradient(x: &[f32], g: &[f32], wd: f32) -> Vec<f32> {
+    x.iter().zip(g).map(|(&x, &g)| g + wd * x).collect()
+}
+
 /// The element-wise Adam update in f32, in the kernel's order (no fused
-/// multiply-add): whether any of the new m, v or parameter would be non-finite.
-fn adam_would_overflow(x: &[f32], g: &[f32], m: &[f32], v: &[f32], t: i32) -> bool {
+/// multiply-add), on the coupled gradient `g`: whether any of the new m, v or
+/// parameter would be non-finite.
+fn adam_would_overflow(x: &[f32], g: &[f32], m: &[f32], v: &[f32], t: u64) -> bool {
     let (b1, b2, lr, eps) = (0.9f32, 0.999f32, 0.1f32, 1e-8f32);
     let (c1, c2) = (
-        (1.0 - 0.9f64.powi(t)) as f32,
-        (1.0 - 0.999f64.powi(t)) as f32,
+        (1.0 - 0.9f64.powf(t as f64)) as f32,
+        (1.0 - 0.999f64.powf(t as f64)) as f32,
     );
     (0..x.len()).any(|i| {
         let m = b1 * m[i] + (1.0 - b1) * g[i];
@@ -334,7 +341,9 @@ proptest::proptest! {
     /// parameter non-finite, whatever came before: over runs of gradients up to
     /// and past the largest safe magnitude (which drive v towards overflow over a
     /// few steps, where the bound Adam carries on max |v| must hand over to reading
-    /// v) and a reload of the state midway (after which the bound is unknown).
+    /// v), a reload of the state midway (after which the bound is unknown), and
+    /// coupled weight decay on parameters large enough that wd·x alone nears the
+    /// limit.
     #[test]
     fn adam_refuses_exactly_the_steps_that_would_overflow(
         magnitudes in proptest::collection::vec(
@@ -342,26 +351,34 @@ proptest::proptest! {
             1..12,
         ),
         reload_at in 0usize..12,
+        decay in proptest::sample::select(vec![0.0f32, 0.01]),
+        scale in proptest::sample::select(vec![1.0f32, 2e22]),
     ) {
         let store = ParamStore::<f32>::new();
+        // Two axes, so that weight decay applies to it.
         let w = store
             .root()
-            .param("w", Tensor::from_vec(vec![1.0f32, -2.0, 0.5], &[3]).unwrap())
+            .param("w", Tensor::from_vec(vec![scale, -2.0 * scale, 0.5], &[1, 3]).unwrap())
             .unwrap();
-        let mut opt = Adam::new(store.trainable(), AdamConfig::adam(0.1)).unwrap();
+        let cfg = AdamConfig {
+            weight_decay: f64::from(decay),
+            decoupled: false,
+            ..AdamConfig::adam(0.1)
+        };
+        let mut opt = Adam::new(store.trainable(), cfg.clone()).unwrap();
         let (mut m, mut v) = (vec![0.0f32; 3], vec![0.0f32; 3]);
         for (k, &a) in magnitudes.iter().enumerate() {
             if k == reload_at {
                 let state = opt.state();
-                opt = Adam::new(store.trainable(), AdamConfig::adam(0.1)).unwrap();
+                opt = Adam::new(store.trainable(), cfg.clone()).unwrap();
                 opt.load_state(&state).unwrap();
             }
             let g = vec![a, -0.5 * a, 1.0];
             let x = w.value().to_vec();
-            let t = opt.steps() as i32 + 1;
-            let refused = adam_would_overflow(&x, &g, &m, &v, t);
+            let ge = coupled_gradient(&x, &g, decay);
+            let refused = adam_would_overflow(&x, &ge, &m, &v, opt.steps() + 1);
             let outcome = opt.step(&ParamGrads::from_tensors(vec![
-                Tensor::from_vec(g.clone(), &[3]).unwrap(),
+                Tensor::from_vec(g.clone(), &[1, 3]).unwrap(),
             ]));
             proptest::prop_assert_eq!(outcome.is_err(), refused, "step {} of {:?}", k, magnitudes);
             if refused {
@@ -369,8 +386,8 @@ proptest::proptest! {
                 continue;
             }
             for i in 0..3 {
-                m[i] = 0.9 * m[i] + (1.0 - 0.9f32) * g[i];
-                v[i] = 0.999 * v[i] + (1.0 - 0.999f32) * g[i] * g[i];
+                m[i] = 0.9 * m[i] + (1.0 - 0.9f32) * ge[i];
+                v[i] = 0.999 * v[i] + (1.0 - 0.999f32) * ge[i] * ge[i];
             }
             let state = opt.state();
             let held = |name: &str| {
