@@ -5,10 +5,11 @@
 //! step's eight matrix products alone (`floor`), at the shapes and operand layouts
 //! the forward and backward passes hand to the GEMM, and a 1024 × 1024 product
 //! (`square_1024`), whose rate prices the step's 0.41 GFLOP at the GEMM's best, so
-//! that the step's distance from either is a ratio measured in one run. Run: `cargo bench -p benches
-//! --bench training_step`; side by side with PyTorch and JAX (the same step in
-//! `benches/peers/torch_mlp_step.py` and `jax_mlp_step.py`):
-//! `benches/peers/compare.sh mlp`.
+//! that the step's distance from either is a ratio measured in one run.
+//!
+//! Run: `cargo bench -p benches --bench training_step`; side by side with PyTorch
+//! and JAX (the same step in `benches/peers/torch_mlp_step.py` and
+//! `jax_mlp_step.py`) and with both floors: `benches/peers/compare.sh mlp`.
 
 // criterion_group! generates an undocumented public function.
 #![allow(missing_docs)]
