@@ -267,8 +267,8 @@ impl<T: Element> Adam<T> {
 /// on max |g| (with coupled decay's wd·|x|): β₂·v + (1 − β₂)·g², widened by 16
 /// rounding errors of the element type (`eps`), which cover every rounding of the
 /// kernel's v and of the bounds themselves, so the bound never falls below the v
-/// the kernel computes (but for subnormal rounding, some 10⁻⁴² in f32). It only grows looser over steps; past overflow's reach the
-/// check reads v again.
+/// the kernel computes (but for subnormal rounding, some 10⁻⁴² in f32). It only
+/// grows looser over steps; past overflow's reach the check reads v again.
 fn next_v_bound(beta2: f64, vmax: f64, gmax: f64, eps: f64) -> f64 {
     (beta2 * vmax + (1.0 - beta2) * gmax * gmax) * (1.0 + 16.0 * eps)
 }
