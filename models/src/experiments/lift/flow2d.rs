@@ -87,6 +87,11 @@ pub(super) fn potential_scalars() -> [(&'static str, f64); 2] {
     ]
 }
 
+/// The ICNN term's scale softplus(a) of `m`'s potential.
+fn icnn_scale(m: &Model) -> tensor::Result<f64> {
+    m.scalar("flow.scale")?.value().softplus().item()
+}
+
 /// The flow's map z = ∇F(x) `[n, 2]` of the potential
 /// F(x) = softplus(a)·ICNN(x) + softplus(c)·½‖x‖², differentiable (create-graph), with
 /// the leaf x it differentiates.
@@ -199,6 +204,10 @@ pub struct FlowResult {
     pub skipped: usize,
     /// Share of the constrained latents on the softplus shoulder at the end.
     pub shoulder: f64,
+    /// The ICNN term's scale softplus(a) at the end: near 0 the map is the
+    /// quadratic's alone, the moment-matched Gaussian's plateau, whatever the
+    /// ICNN's latents.
+    pub icnn_scale: f64,
     /// σ²_Jac snapshots (iteration, reading; `None` without a slack channel).
     pub probes: Probes,
     /// The escape summary of a tracked run.
@@ -209,7 +218,7 @@ pub struct FlowResult {
 
 impl FlowResult {
     /// The cell's numbers: `nll`, `val_nll`, `params`, `secs`, `skipped`,
-    /// `shoulder`, the snapshots and a tracked run's escape summary.
+    /// `shoulder`, `icnn_scale`, the snapshots and a tracked run's escape summary.
     fn numbers(&self) -> Numbers {
         let mut numbers = vec![
             ("nll".to_string(), self.nll),
@@ -218,6 +227,7 @@ impl FlowResult {
             ("secs".to_string(), self.secs),
             ("skipped".to_string(), self.skipped as f64),
             ("shoulder".to_string(), self.shoulder),
+            ("icnn_scale".to_string(), self.icnn_scale),
         ];
         numbers.extend(cells::probe_numbers(&self.probes));
         if let Some(e) = &self.escape {
@@ -277,6 +287,7 @@ impl FlowRun {
             if self.track && (it.is_multiple_of(track_every) || it == 1) {
                 let exits = track.record(m, &pin, self.strategy == Strategy::Pgd)?;
                 metrics.push(&series, it, "shoulder_exits", exits);
+                metrics.push(&series, it, "icnn_scale", icnn_scale(m)?);
             }
             if self.probe_every > 0 && (it.is_multiple_of(self.probe_every) || it == 1) {
                 record_sigma(
@@ -318,6 +329,7 @@ impl FlowRun {
             secs: out.seconds,
             skipped: out.skipped,
             shoulder: m.positivity.shoulder_occupancy(&pin)?,
+            icnn_scale: icnn_scale(&m)?,
             probes,
             escape: self.track.then(|| track.escape()),
             tensors: m.store.to_tensors(),

@@ -25,10 +25,14 @@ pub const EBM_1D: Study = Study {
     adam_lr: 1e-3,
 };
 
-/// `lift-flow-2d`'s study: test NLL, Adam at CP-Flow's toy 5e-3.
+/// `lift-flow-2d`'s study: test NLL and the ICNN term's scale (near 0 on the
+/// Gaussian plateau), Adam at CP-Flow's toy 5e-3.
 pub const FLOW_2D: Study = Study {
     experiment: "lift-flow-2d",
-    fits: &[("nll", "test NLL", 3)],
+    fits: &[
+        ("nll", "test NLL", 3),
+        ("icnn_scale", "ICNN term's scale softplus(a) at the end", 3),
+    ],
     adam_lr: 5e-3,
 };
 
