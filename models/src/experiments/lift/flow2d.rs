@@ -689,7 +689,8 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
                 Ok(run.train(m)?.numbers())
             };
             let parts = (&mut t.study, &mut metrics);
-            shoulder::run_target(target.name(), &o.sgd_lrs, &mut grid, &mut run, parts)?;
+            let start = (target.name(), o.convention);
+            shoulder::run_target(start, &o.sgd_lrs, &mut grid, &mut run, parts)?;
         }
     }
     let mut tables = vec![t.headline, t.choice, t.spread];

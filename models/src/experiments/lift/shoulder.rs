@@ -126,11 +126,13 @@ fn arm(strategy: Strategy, rule: &Rule, start: Convention) -> String {
 pub type StudyRun<'a> =
     dyn FnMut(Strategy, &Rule, Convention, u64, &mut Metrics) -> Result<Numbers> + 'a;
 
-/// The study on the target `name` over the grid's seeds, each run by `run`: the
+/// The study on the target `name` over the grid's seeds, each run by `run` from
+/// `authors` (the experiment's own start: the EBM's raw weights in `lift-ebm-1d`,
+/// CP-Flow's 1/fan_in gain in `lift-flow-2d`) and from the shoulder start: the
 /// rows of both tables and the evidence of the lift's claims under each optimiser
 /// and start, pushed to `tables.table.evidence`.
 pub fn run_target(
-    name: &str,
+    (name, authors): (&str, Convention),
     lrs: &[f64],
     grid: &mut Grid,
     run: &mut StudyRun<'_>,
@@ -143,7 +145,7 @@ pub fn run_target(
         })?;
         Ok::<String, tensor::Error>(arm)
     };
-    for start in [Convention::Ebm, Convention::Shoulder(SHOULDER_LATENT)] {
+    for start in [authors, Convention::Shoulder(SHOULDER_LATENT)] {
         let mut chosen = Vec::new();
         for strategy in STRATEGIES {
             let choice: Choice = choose(lrs, Better::Lower, 0, |lr| {
@@ -230,4 +232,39 @@ fn rows(
         .evidence
         .extend(lift_evidence(&setting, "test NLL", &nlls));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::RunConfig;
+
+    #[test]
+    fn the_authors_start_is_the_experiments_own() {
+        let cfg = RunConfig::default();
+        for authors in [Convention::CpFlow, Convention::Ebm] {
+            let mut grid = Grid::new(&cfg, vec![0]);
+            let mut starts = Vec::new();
+            let mut run = |_: Strategy, _: &Rule, start: Convention, _: u64, _: &mut Metrics| {
+                starts.push(start);
+                let keys = ["val_nll", "nll", "icnn_scale", "shoulder", "skipped"];
+                let escape = ["escape_ever", "escape_left", "escape_changes"];
+                Ok(keys
+                    .iter()
+                    .chain(&escape)
+                    .map(|k| (k.to_string(), 1.0))
+                    .collect())
+            };
+            let mut tables = StudyTables::new(FLOW_2D, "test");
+            let parts = (&mut tables, &mut Metrics::default());
+            run_target(("t", authors), &[0.1], &mut grid, &mut run, parts).unwrap();
+            let shoulder = Convention::Shoulder(SHOULDER_LATENT);
+            // Four strategies by SGD from each start, then by Adam from the shoulder.
+            let expected: Vec<Convention> = [authors, shoulder, shoulder]
+                .iter()
+                .flat_map(|&s| [s; 4])
+                .collect();
+            assert_eq!(starts, expected);
+        }
+    }
 }
