@@ -25,14 +25,19 @@
 //! pinned on the whole training split. The paper's HEPMASS figures (lift 22.85,
 //! softplus 443.88, PGD 27.01 nats; unverified, not in the public code) come from
 //! the full budget and are not reproduced at this one.
+//!
+//! `--sgd-lrs` adds `lift-flow-2d`'s SGD study ([`super::shoulder`]): every
+//! strategy but the width-matched one trained by plain SGD from CP-Flow's start
+//! and from the shoulder start, with the escape dynamics over the training split.
 
 use super::cells;
 use super::controls::{self, MULTIPLIERS_HELP};
 use super::density::{no_scores, Density};
 use super::groups::Rule;
+use super::shoulder::{self, StudyTables};
 use super::{
     flow2d::{gradient_map, potential_scalars},
-    icnn_config, Convention, Model, Strategy,
+    icnn_config, Convention, Escape, Model, ShoulderTrack, Strategy,
 };
 use crate::cli::RunConfig;
 use crate::data::gaussian::Gaussian;
@@ -43,7 +48,6 @@ use crate::report::{mean_std, Metrics, Plot, Table};
 use autograd::{grad, no_grad, Var};
 use nn::IcnnConfig;
 use optim::lift::LiftConfig;
-use optim::AdamConfig;
 use tensor::{Rng, Tensor};
 
 /// Options of this experiment.
@@ -76,6 +80,10 @@ pub const OPTIONS: &[(&str, &str)] = &[
     (
         "act-norm",
         "CP-Flow's ICNN2: an ActNorm before every activation and on the output, primed on one training-sized batch before the first step (false: the plain ICNN)",
+    ),
+    (
+        "sgd-lrs",
+        "the SGD study's learning rates, as in lift-flow-2d: PGD, softplus, the lift and the learned-code lift also trained by plain SGD (no clipping, as the recipe) from CP-Flow's start and from the shoulder start (latents at -4, raw weights), the rate chosen per strategy and start on the validation split, with escape dynamics and the authors' Adam from the shoulder (none by default: about 11 runs per strategy and seed)",
     ),
 ];
 
@@ -174,6 +182,12 @@ struct TabularRun<'a> {
     iterations: usize,
     /// ActNorm inside the ICNN, primed before the first step.
     act_norm: bool,
+    /// The optimiser (the recipe's Adam, or SGD in the study).
+    rule: Rule,
+    /// Gain and initial values (CP-Flow's, or the shoulder start in the study).
+    convention: Convention,
+    /// Track every latent's shoulder membership at 100 snapshots.
+    track: bool,
     seed: u64,
     quiet: bool,
 }
@@ -193,6 +207,10 @@ struct TabularResult {
     params: usize,
     skipped: usize,
     secs: f64,
+    /// Share of the constrained latents on the softplus shoulder at the end.
+    shoulder: f64,
+    /// The escape summary of a tracked run.
+    escape: Option<Escape>,
 }
 
 impl TabularRun<'_> {
@@ -206,18 +224,20 @@ impl TabularRun<'_> {
         };
         let m = Model::new(
             self.strategy,
-            Convention::CpFlow,
+            self.convention,
             icnn,
             &tabular_lift(),
-            Rule::Adam(AdamConfig {
-                beta2: 0.99,
-                weight_decay: 1e-6,
-                ..AdamConfig::adam(1e-3)
-            }),
+            self.rule.clone(),
             &extra,
             &mut rng,
         )?;
-        let series = format!("{}/seed{}", self.strategy.name(), self.seed);
+        let regime = match (&self.rule, self.convention) {
+            (Rule::Adam(c), Convention::Shoulder(l)) => format!("/adam{}/start{l}", c.lr),
+            (Rule::Sgd(c), Convention::Shoulder(l)) => format!("/sgd{}/start{l}", c.lr),
+            (Rule::Sgd(c), _) => format!("/sgd{}", c.lr),
+            (Rule::Adam(_), _) => String::new(),
+        };
+        let series = format!("{}{regime}/seed{}", self.strategy.name(), self.seed);
         let loss = |m: &Model, w: &[Var<f64>], b: &Tensor<f64>| -> tensor::Result<Var<f64>> {
             log_density(m, w, b, true)?.mean_all()?.neg()
         };
@@ -244,7 +264,14 @@ impl TabularRun<'_> {
         // The validation NLL every tenth of the run; the best one's parameters kept.
         let every = (self.iterations / 10).max(1);
         let mut best: Option<(f64, usize, Vec<Tensor<f64>>)> = None;
+        let mut track = ShoulderTrack::default();
+        let track_every = (self.iterations / 100).max(1);
+        let pgd = self.strategy == Strategy::Pgd;
         let after = |m: &mut Model, it: usize, metrics: &mut Metrics| -> tensor::Result<()> {
+            if self.track && (it.is_multiple_of(track_every) || it == 1) {
+                let exits = track.record(m, &self.data.train, pgd)?;
+                metrics.push(&series, it, "shoulder_exits", exits);
+            }
             if it.is_multiple_of(every) {
                 let v = nll(m, &pinned(m, &self.data.train)?, &self.data.validation)?;
                 metrics.push(&series, it, "validation_nll", v);
@@ -268,6 +295,7 @@ impl TabularRun<'_> {
             self.quiet,
             metrics,
         )?;
+        let shoulder = m.positivity.shoulder_occupancy(&self.data.train)?;
         let w = pinned(&m, &self.data.train)?;
         let test_rows = row_nlls(&m, &w, &self.data.test)?;
         let test = test_rows.iter().sum::<f64>() / test_rows.len() as f64;
@@ -292,15 +320,17 @@ impl TabularRun<'_> {
             params: m.size(),
             skipped: out.skipped,
             secs: out.seconds,
+            shoulder,
+            escape: self.track.then(|| track.escape()),
         })
     }
 }
 
 impl TabularResult {
     /// The cell's numbers, the NLLs shifted by `jacobian` back to the z-scored
-    /// data's scale.
+    /// data's scale, with a tracked run's escape summary.
     fn numbers(&self, jacobian: f64) -> Numbers {
-        vec![
+        let mut numbers: Numbers = vec![
             ("validation".into(), self.validation + jacobian),
             ("test".into(), self.test + jacobian),
             ("test_p99".into(), self.test_p99 + jacobian),
@@ -310,7 +340,12 @@ impl TabularResult {
             ("params".into(), self.params as f64),
             ("skipped".into(), self.skipped as f64),
             ("secs".into(), self.secs),
-        ]
+            ("shoulder".into(), self.shoulder),
+        ];
+        if let Some(e) = &self.escape {
+            numbers.extend(e.numbers());
+        }
+        numbers
     }
 }
 
@@ -333,6 +368,8 @@ struct Options {
     whiten: bool,
     /// ActNorm inside the ICNN (CP-Flow's ICNN2).
     act_norm: bool,
+    /// The SGD study's learning rates (empty: no study).
+    sgd_lrs: Vec<f64>,
     quiet: bool,
 }
 
@@ -403,6 +440,7 @@ impl Options {
             marginals,
             whiten: cfg.opt("whiten", marginals == Marginals::Mixed)?,
             act_norm: cfg.opt("act-norm", false)?,
+            sgd_lrs: cfg.opt_list("sgd-lrs", &[])?,
             quiet: cfg.quiet,
         })
     }
@@ -422,6 +460,9 @@ impl Options {
             batch: self.batch,
             iterations: self.iterations,
             act_norm: self.act_norm,
+            rule: Rule::Adam((shoulder::FLOW_TABULAR.adam)()),
+            convention: Convention::CpFlow,
+            track: false,
             seed,
             quiet: self.quiet,
         }
@@ -489,8 +530,8 @@ fn gap(v: &[f64], r: Option<f64>) -> String {
     }
 }
 
-/// The table, titled with the setting, with the moment-matched Gaussian's row.
-fn headline(o: &Options, p: &Prepared, seeds: usize) -> Table {
+/// The setting as the captions state it: data, ICNN, budget, batch, seeds.
+fn setting(o: &Options, p: &Prepared, seeds: usize) -> String {
     let (width, layers, iterations, batch) = (o.width, o.layers, o.iterations, o.batch);
     let d = p.data.train.shape()[1];
     let norms = if o.act_norm {
@@ -498,12 +539,18 @@ fn headline(o: &Options, p: &Prepared, seeds: usize) -> Table {
     } else {
         ""
     };
-    let setting = format!(
-        "{}; ICNN width {width} × {layers}{norms}, {iterations} iterations, batch {batch}, Adam 1e-3 β₂ 0.99 wd 1e-6, exact {d}×{d} log-det, {seeds} seeds",
+    format!(
+        "{}; ICNN width {width} × {layers}{norms}, {iterations} iterations, batch {batch}, exact {d}×{d} log-det, {seeds} seeds",
         p.data.description,
-    );
+    )
+}
+
+/// The table, titled with the setting, with the moment-matched Gaussian's row.
+fn headline(o: &Options, p: &Prepared, seeds: usize) -> Table {
+    let d = p.data.train.shape()[1];
+    let setting = setting(o, p, seeds);
     let mut table = Table::new(
-        &format!("lift-flow-tabular: convex potential flow, {setting}; NLL in nats per row of the z-scored data (mean ± std over seeds) against the exact entropy (when known) and the moment-matched Gaussian; paper on HEPMASS at ≈300k iterations (unverified): lift 22.85, softplus 443.88, PGD 27.01"),
+        &format!("lift-flow-tabular: convex potential flow, {setting}, Adam 1e-3 β₂ 0.99 wd 1e-6; NLL in nats per row of the z-scored data (mean ± std over seeds) against the exact entropy (when known) and the moment-matched Gaussian; paper on HEPMASS at ≈300k iterations (unverified): lift 22.85, softplus 443.88, PGD 27.01"),
         &[
             "method",
             "parameters",
@@ -627,6 +674,28 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     if !o.multipliers.is_empty() {
         tables.push(choice);
     }
+    if !o.sgd_lrs.is_empty() {
+        let seeds = grid.seeds().len();
+        let mut study = StudyTables::new(shoulder::FLOW_TABULAR, &setting(&o, &p, seeds));
+        let mut run = |strategy, rule: &Rule, convention, seed, m: &mut Metrics| {
+            let run = TabularRun {
+                rule: rule.clone(),
+                convention,
+                track: true,
+                ..o.tabular(&p.data, strategy, seed)
+            };
+            Ok(run.train(m)?.numbers(p.jacobian))
+        };
+        let start = ("21-D", Convention::CpFlow);
+        shoulder::run_target(
+            start,
+            &o.sgd_lrs,
+            &mut grid,
+            &mut run,
+            (&mut study, &mut metrics),
+        )?;
+        tables.extend([study.table, study.choice]);
+    }
     Ok(cfg.run_dir("lift-flow-tabular")?.finish(
         "lift-flow-tabular",
         Plot::Curves {
@@ -644,6 +713,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
 mod tests {
     use super::*;
     use crate::data::tabular::STAND_IN_DIM;
+    use optim::AdamConfig;
 
     #[test]
     fn the_log_det_is_the_exact_hessian_log_det() {
@@ -700,6 +770,25 @@ mod tests {
         }
     }
 
+    /// A small run of `strategy` on `data`: width 16 × 2, batch 128, the recipe's
+    /// Adam from CP-Flow's start.
+    fn small(data: &TabularSplits, strategy: Strategy, iterations: usize) -> TabularRun<'_> {
+        TabularRun {
+            data,
+            strategy,
+            width: 16,
+            layers: 2,
+            batch: 128,
+            iterations,
+            act_norm: false,
+            rule: Rule::Adam((shoulder::FLOW_TABULAR.adam)()),
+            convention: Convention::CpFlow,
+            track: false,
+            seed: 1,
+            quiet: true,
+        }
+    }
+
     /// Asserts that 40 steps at batch 128 lower each strategy's test NLL on `data`
     /// (a sign error or a gradient that does not reach the weights leaves it flat or
     /// raises it) without a skipped step.
@@ -707,15 +796,8 @@ mod tests {
         for &strategy in strategies {
             let run = |iterations| {
                 TabularRun {
-                    data,
-                    strategy,
-                    width: 16,
-                    layers: 2,
-                    batch: 128,
-                    iterations,
                     act_norm,
-                    seed: 1,
-                    quiet: true,
+                    ..small(data, strategy, iterations)
                 }
                 .train(&mut Metrics::default())
                 .unwrap()
@@ -757,6 +839,32 @@ mod tests {
     }
 
     #[test]
+    fn the_sgd_study_tracks_the_shoulder_from_both_starts() {
+        // From the shoulder start every softplus latent sits on the shoulder at the
+        // first snapshot; from CP-Flow's start (latents in U(±1/4)) none does.
+        let data = StandIn::new(Marginals::StudentT3)
+            .splits(500, 100, 100, 7)
+            .unwrap();
+        for (convention, on) in [(Convention::Shoulder(-4.0), 1.0), (Convention::CpFlow, 0.0)] {
+            let out = TabularRun {
+                rule: Rule::Sgd(optim::SgdConfig::new(1e-3)),
+                convention,
+                track: true,
+                ..small(&data, Strategy::Softplus, 3)
+            }
+            .train(&mut Metrics::default())
+            .unwrap();
+            let escape = out
+                .escape
+                .as_ref()
+                .expect("a tracked run has an escape summary");
+            assert_eq!((out.shoulder, escape.ever), (on, on), "{convention:?}");
+            let keys: Vec<String> = out.numbers(0.0).into_iter().map(|n| n.0).collect();
+            assert!(keys.iter().any(|k| k == "escape_left"), "{keys:?}");
+        }
+    }
+
+    #[test]
     fn the_caption_and_the_gaussian_row_follow_the_data_dimension() {
         let rows = |n: usize| Tensor::from_vec(vec![0.0; n * 5], &[n, 5]).unwrap();
         let p = Prepared {
@@ -782,6 +890,7 @@ mod tests {
             marginals: Marginals::Mixed,
             whiten: false,
             act_norm: false,
+            sgd_lrs: vec![],
             quiet: true,
         };
         let t = headline(&o, &p, 1).render();
