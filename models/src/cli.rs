@@ -166,6 +166,26 @@ impl RunConfig {
         }
     }
 
+    /// A score every shard needs before it can go on, called `key`: a validation
+    /// score that chooses the hyper-parameter of the cells after it. Every shard
+    /// computes it and records it; a resumed shard and the merge give back the
+    /// record instead of training again. Without a sweep it simply runs.
+    pub fn shared_score(
+        &self,
+        key: &str,
+        compute: impl FnOnce() -> tensor::Result<f64>,
+    ) -> tensor::Result<f64> {
+        let run = |_: &mut Metrics| -> Result<Vec<(String, f64)>> {
+            Ok(vec![("score".to_string(), compute()?)])
+        };
+        let mut metrics = Metrics::default();
+        let numbers = match &self.sweep {
+            None => run(&mut metrics)?,
+            Some(s) => s.shared_cell(key, &mut metrics, run)?,
+        };
+        Ok(crate::sweep::field(&numbers, "score")?)
+    }
+
     /// Rejects experiment-specific options the experiment does not know.
     pub fn check_known(&self, experiment: &str, known: &[(&str, &str)]) -> Result<()> {
         for k in self.extra.keys() {

@@ -44,6 +44,17 @@ impl<'a> Grid<'a> {
         &self.seeds
     }
 
+    /// A validation score every shard needs before its next cells, called `key`:
+    /// computed by every shard, given back from the record by a resumed shard and
+    /// by the merge ([`RunConfig::shared_score`]).
+    pub fn shared_score(
+        &self,
+        key: &str,
+        compute: impl FnOnce() -> tensor::Result<f64>,
+    ) -> tensor::Result<f64> {
+        self.cfg.shared_score(key, compute)
+    }
+
     /// The series name of a cell: `arm/setting/seedS`, or `arm/seedS` without a
     /// setting (the curves' names in metrics.csv, and the cell's key in a sweep).
     pub fn series(arm: &str, setting: &str, seed: u64) -> String {

@@ -572,8 +572,9 @@ impl Splits {
 type Chosen = Vec<(Method, Vec<f64>)>;
 
 /// The validation choice of every closed-form head's λ or β per batch size, at
-/// `seed`: its table, and the chosen value per batch size for each head.
-fn select(o: &Options, data: &Splits, seed: u64) -> Result<(Table, Chosen)> {
+/// `seed` (each score a shared cell of `cfg`'s sweep): its table, and the chosen
+/// value per batch size for each head.
+fn select(cfg: &RunConfig, o: &Options, data: &Splits, seed: u64) -> Result<(Table, Chosen)> {
     let mut headers = vec!["head".to_string(), "value".to_string()];
     headers.extend(
         o.batches
@@ -597,23 +598,26 @@ fn select(o: &Options, data: &Splits, seed: u64) -> Result<(Table, Chosen)> {
         let mut choices = Vec::with_capacity(o.batches.len());
         for &batch in &o.batches {
             choices.push(choose(grid, Better::Lower, extensions(o.quick), |reg| {
-                let pairs = (&data.fitting, &data.validation);
-                let run = train_arm(
-                    method,
-                    reg,
-                    batch,
-                    seed,
-                    pairs,
-                    &o.settings,
-                    &mut Metrics::default(),
-                );
-                // A failed solve (a singular Gram matrix at a tiny β) disqualifies
-                // the value; anything else is a real error.
-                match run {
-                    Ok(r) => Ok(r.relative_l2),
-                    Err(Error::Engine(tensor::Error::Numerical { .. })) => Ok(f64::NAN),
-                    Err(e) => Err(e.into()),
-                }
+                let key = format!("choice/{}/batch{batch}/{reg:e}/seed{seed}", method.tag());
+                cfg.shared_score(&key, || {
+                    let pairs = (&data.fitting, &data.validation);
+                    let run = train_arm(
+                        method,
+                        reg,
+                        batch,
+                        seed,
+                        pairs,
+                        &o.settings,
+                        &mut Metrics::default(),
+                    );
+                    // A failed solve (a singular Gram matrix at a tiny β) disqualifies
+                    // the value; anything else is a real error.
+                    match run {
+                        Ok(r) => Ok(r.relative_l2),
+                        Err(Error::Engine(tensor::Error::Numerical { .. })) => Ok(f64::NAN),
+                        Err(e) => Err(e.into()),
+                    }
+                })
             })?);
         }
         let failed = || {
@@ -761,7 +765,7 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let cache_dir = cfg.data.clone().unwrap_or_else(|| cfg.out.join("cache"));
     let data = Splits::load(&o, &cache_dir)?;
     let seeds = cfg.seed_list(3, 10)?;
-    let (selection, chosen) = select(&o, &data, seeds[0])?;
+    let (selection, chosen) = select(cfg, &o, &data, seeds[0])?;
     let mut grid = Grid::new(cfg, seeds);
     let (mut metrics, mut model) = (Metrics::default(), Vec::new());
     run_cells(&o, &data, &chosen, &mut grid, (&mut metrics, &mut model))?;

@@ -11,7 +11,10 @@ use std::path::Path;
 
 /// The journal's file name in a shard folder.
 pub const FILE: &str = "cells.partial";
-const MAGIC: &str = "models cells journal v1";
+const MAGIC: &str = "models cells journal v2";
+
+/// The format before shared cells, still read (it holds none).
+const MAGIC_V1: &str = "models cells journal v1";
 
 /// What a shard's journal holds: which run it belongs to, the build that ran it,
 /// and the cells it finished.
@@ -61,7 +64,7 @@ impl Journal {
     /// while writing it) is dropped, to be computed again.
     pub fn parse(text: &str, origin: &str) -> Result<Journal> {
         let mut lines = text.lines().enumerate();
-        if lines.next().map(|(_, l)| l) != Some(MAGIC) {
+        if !matches!(lines.next().map(|(_, l)| l), Some(MAGIC | MAGIC_V1)) {
             return Err(Error::refused(
                 "resume",
                 format!("{origin} is not a shard journal (no '{MAGIC}' line)"),
@@ -101,7 +104,7 @@ impl Journal {
                 ),
             ));
         }
-        if let Some(c) = cells.iter().find(|c| !shard.owns(c.position)) {
+        if let Some(c) = cells.iter().find(|c| !(c.shared || shard.owns(c.position))) {
             return Err(Error::refused(
                 "resume",
                 format!(

@@ -8,6 +8,12 @@
 //! patterns: the merge sees exactly the numbers the shards computed. A shard sees a
 //! placeholder (every field NaN) for the cells it does not own, so it writes no
 //! table of its own.
+//!
+//! A *shared* cell ([`Sweep::shared_cell`]) is one every shard needs before it
+//! can go on, such as a validation score that chooses the hyper-parameter of the
+//! cells after it: every shard computes it and records it, a resumed shard and
+//! the merge take it from the record instead of computing it again, and the
+//! merge refuses shards whose copies differ in a single bit.
 
 pub mod journal;
 pub(crate) mod shard_file;
@@ -170,6 +176,38 @@ pub struct Recorded {
     pub fields: Fields,
     /// The metric points it pushed, in order.
     pub rows: Vec<Row>,
+    /// Computed by every shard ([`Sweep::shared_cell`]), not by its owner alone.
+    pub shared: bool,
+}
+
+impl Recorded {
+    /// Whether `other` records the same cell with the same bits (key, fields,
+    /// metric points): two shards' copies of a shared cell must.
+    pub fn same_as(&self, other: &Recorded) -> bool {
+        let bits = |r: &Recorded| -> Vec<(String, u64)> {
+            r.fields
+                .pairs()
+                .into_iter()
+                .map(|(k, v)| (k, v.to_bits()))
+                .collect()
+        };
+        let rows = |r: &Recorded| -> Vec<(String, usize, String, u64)> {
+            r.rows
+                .iter()
+                .map(|w| {
+                    (
+                        w.series.clone(),
+                        w.step,
+                        w.metric.clone(),
+                        w.value.to_bits(),
+                    )
+                })
+                .collect()
+        };
+        (self.position, &self.key, self.shared) == (other.position, &other.key, other.shared)
+            && bits(self) == bits(other)
+            && rows(self) == rows(other)
+    }
 }
 
 enum Mode {
@@ -279,6 +317,29 @@ impl Sweep {
         metrics: &mut Metrics,
         compute: impl FnOnce(&mut Metrics) -> Result<T>,
     ) -> Result<T> {
+        self.walk(key, false, metrics, compute)
+    }
+
+    /// The next cell, called `key`, computed by every shard (none sees a
+    /// placeholder): a result every shard needs to go on, such as a validation
+    /// score. A resumed shard and the merge give back the recorded one.
+    pub fn shared_cell<T: CellValue>(
+        &self,
+        key: &str,
+        metrics: &mut Metrics,
+        compute: impl FnOnce(&mut Metrics) -> Result<T>,
+    ) -> Result<T> {
+        self.walk(key, true, metrics, compute)
+    }
+
+    /// The next cell, `shared` or owned by one shard.
+    fn walk<T: CellValue>(
+        &self,
+        key: &str,
+        shared: bool,
+        metrics: &mut Metrics,
+        compute: impl FnOnce(&mut Metrics) -> Result<T>,
+    ) -> Result<T> {
         if key.contains(['\t', '\n']) {
             return Err(tensor::Error::value(
                 "sweep",
@@ -292,7 +353,7 @@ impl Sweep {
             s.0 - 1
         };
         match &self.mode {
-            Mode::Shard { shard, .. } if !shard.owns(position) => {
+            Mode::Shard { shard, .. } if !shared && !shard.owns(position) => {
                 T::from_fields(&Fields::placeholder())
             }
             Mode::Shard { prior, .. } => {
@@ -309,6 +370,7 @@ impl Sweep {
                         key: key.to_string(),
                         fields: value.to_fields(),
                         rows: metrics.rows[before..].to_vec(),
+                        shared,
                     },
                     true,
                 )?;
@@ -432,6 +494,87 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("both shard"));
+    }
+
+    /// A shared cell (a validation score) then the owned cells, walked by one
+    /// shard; `computed` counts the shared cell's computations.
+    fn walk_with_shared(sweep: &Sweep, score: f64, computed: &mut usize) -> Vec<f64> {
+        let mut m = Metrics::default();
+        let shared: Vec<(String, f64)> = sweep
+            .shared_cell("choice/seed0", &mut m, |_| {
+                *computed += 1;
+                Ok(vec![("score".to_string(), score)])
+            })
+            .unwrap();
+        let mut seen = vec![shared[0].1];
+        for k in 0..4 {
+            seen.extend(
+                one_cell(sweep, &format!("a/seed{k}"), k as f64, &mut m)
+                    .first()
+                    .map(|c| c.1),
+            );
+        }
+        seen
+    }
+
+    /// Every shard computes a shared cell; a resumed shard and the merge take it
+    /// from the records; shards whose copies differ are refused.
+    #[test]
+    fn shared_cells_run_in_every_shard_and_once_in_the_merge() {
+        let mut computed = 0;
+        let mut files = Vec::new();
+        for i in 0..2 {
+            let sweep = Sweep::shard(Shard { index: i, count: 2 });
+            let seen = walk_with_shared(&sweep, 0.25, &mut computed);
+            // The score, then this shard's two owned cells of the four.
+            assert_eq!(seen.len(), 3);
+            let (total, cells) = sweep.finish();
+            let f = ShardFile {
+                experiment: "x".into(),
+                options: vec![],
+                shard: Shard { index: i, count: 2 },
+                total,
+                cells,
+            };
+            files.push((
+                format!("s{i}"),
+                ShardFile::parse(&f.to_text(), "t").unwrap(),
+            ));
+        }
+        assert_eq!(computed, 2);
+        let replay = Sweep::replay(gather(&files).unwrap().2);
+        assert_eq!(
+            walk_with_shared(&replay, 9.0, &mut computed),
+            [0.25, 0.0, 1.0, 2.0, 3.0]
+        );
+        assert_eq!(computed, 2);
+        replay.check_replayed().unwrap();
+        // A resumed shard gives its journal's shared cell back.
+        let prior = files[1].1.cells.clone();
+        let journal = Journal {
+            experiment: "x".into(),
+            options: vec![],
+            shard: Shard { index: 1, count: 2 },
+            build: "b".into(),
+            cells: prior,
+        };
+        let back = Journal::parse(&journal.to_text(), "j").unwrap();
+        let resumed = Sweep::resumed(back.shard, back.cells);
+        assert_eq!(walk_with_shared(&resumed, 9.0, &mut computed)[0], 0.25);
+        assert_eq!(computed, 2);
+        // One bit apart: the shards did not compute the same thing.
+        let sweep = Sweep::shard(Shard { index: 1, count: 2 });
+        walk_with_shared(&sweep, f64::from_bits(0.25f64.to_bits() + 1), &mut computed);
+        let (total, cells) = sweep.finish();
+        files[1].1 = ShardFile {
+            experiment: "x".into(),
+            options: vec![],
+            shard: Shard { index: 1, count: 2 },
+            total,
+            cells,
+        };
+        let err = gather(&files).unwrap_err().to_string();
+        assert!(err.contains("differently"), "{err}");
     }
 
     #[test]

@@ -5,7 +5,10 @@ use crate::error::{Error, Result};
 use crate::report::Row;
 use std::path::Path;
 
-const MAGIC: &str = "models cells v2";
+const MAGIC: &str = "models cells v3";
+
+/// The format before shared cells, still read (it holds none).
+const MAGIC_V2: &str = "models cells v2";
 
 /// What a shard folder's `cells.txt` holds.
 #[derive(Clone, Debug)]
@@ -66,7 +69,7 @@ impl ShardFile {
             t.parse()
                 .map_err(|_| bad(line, &format!("'{t}' is not a count")))
         };
-        if text.lines().next() != Some(MAGIC) {
+        if !matches!(text.lines().next(), Some(MAGIC | MAGIC_V2)) {
             return Err(bad(0, &format!("not a cells file (no '{MAGIC}' line)")));
         }
         let body_end = text
@@ -104,7 +107,7 @@ impl ShardFile {
         let cells = read_cells(&rest, origin)?;
         if let Some(c) = cells
             .iter()
-            .find(|c| c.position >= total || !shard.owns(c.position))
+            .find(|c| c.position >= total || !(c.shared || shard.owns(c.position)))
         {
             return Err(Error::refused(
                 "merge",
@@ -114,13 +117,23 @@ impl ShardFile {
                 ),
             ));
         }
-        let expected = (0..total).filter(|&p| shard.owns(p)).count();
-        if cells.len() != expected {
+        // Every shard holds every shared cell, so the positions left to own are
+        // the others.
+        let shared: std::collections::BTreeSet<usize> = cells
+            .iter()
+            .filter(|c| c.shared)
+            .map(|c| c.position)
+            .collect();
+        let expected = (0..total)
+            .filter(|p| shard.owns(*p) && !shared.contains(p))
+            .count();
+        let owned = cells.len() - shared.len();
+        if owned != expected {
             return Err(Error::refused("merge", format!(
                     "{origin}: shard {}/{} should hold {expected} of the {total} cells but holds {} (an unfinished shard? `models resume` its folder)",
                     shard.index,
                     shard.count,
-                    cells.len()
+                    owned
                 ),
             ));
         }
@@ -153,13 +166,14 @@ impl ShardFile {
 }
 
 /// Checks that `files` are the n shards of one run, each once, and gathers their
-/// cells.
+/// cells, each shared cell once (every shard's copy must hold the same bits).
 pub fn gather(files: &[(String, ShardFile)]) -> Result<(String, Vec<String>, Vec<Recorded>)> {
     let (first_name, first) = files
         .first()
         .ok_or_else(|| Error::refused("merge", "usage: models merge SHARD_DIR..."))?;
     let mut seen = vec![None::<&str>; first.shard.count];
     let mut cells = Vec::new();
+    let mut shared: std::collections::BTreeMap<usize, (&str, &Recorded)> = Default::default();
     for (name, f) in files {
         let differs = |what: &str| {
             Error::refused(
@@ -188,7 +202,25 @@ pub fn gather(files: &[(String, ShardFile)]) -> Result<(String, Vec<String>, Vec
                 ),
             ));
         }
-        cells.extend(f.cells.iter().cloned());
+        for c in &f.cells {
+            if !c.shared {
+                cells.push(c.clone());
+                continue;
+            }
+            match shared.get(&c.position) {
+                None => {
+                    shared.insert(c.position, (name, c));
+                    cells.push(c.clone());
+                }
+                Some((other, kept)) if !kept.same_as(c) => {
+                    return Err(Error::refused("merge", format!(
+                        "{name} and {other} computed the shared cell {} ('{}') differently: the shards did not run the same computation",
+                        c.position, c.key
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
     }
     let missing: Vec<String> = (0..first.shard.count)
         .filter(|&i| seen[i].is_none())
@@ -208,7 +240,8 @@ pub fn gather(files: &[(String, ShardFile)]) -> Result<(String, Vec<String>, Vec
 pub(super) fn write_cell(s: &mut String, c: &Recorded) {
     let fields = c.fields.pairs();
     s.push_str(&format!(
-        "cell\t{}\t{}\t{}\t{}\n",
+        "{}\t{}\t{}\t{}\t{}\n",
+        if c.shared { "shared" } else { "cell" },
         c.position,
         c.key,
         fields.len(),
@@ -272,7 +305,7 @@ pub(super) fn read_cells(lines: &[(usize, &str)], origin: &str) -> Result<Vec<Re
     for &(i, l) in lines {
         let parts: Vec<&str> = l.split('\t').collect();
         match parts.as_slice() {
-            ["cell", pos, key, n_fields, n_rows] => {
+            [tag @ ("cell" | "shared"), pos, key, n_fields, n_rows] => {
                 close(&mut cells, &mut fields, announced)?;
                 announced = (i, num(i, n_fields)?, num(i, n_rows)?);
                 let position = num(i, pos)?;
@@ -284,6 +317,7 @@ pub(super) fn read_cells(lines: &[(usize, &str)], origin: &str) -> Result<Vec<Re
                     key: key.to_string(),
                     fields: Fields::default(),
                     rows: Vec::new(),
+                    shared: *tag == "shared",
                 });
             }
             ["field", name, v] if !cells.is_empty() => {

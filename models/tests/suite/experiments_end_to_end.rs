@@ -528,7 +528,7 @@ fn lift_ebm_1d_sgd_study_covers_both_starts_and_chooses_each_rate() {
 }
 
 /// The 2-D flow's SGD study, the 1-D study's code with the flow's own columns (no
-/// total variation) and Adam rate: both starts, a rate chosen per strategy and
+/// total variation; the ICNN term's scale) and Adam rate: both starts, a rate chosen per strategy and
 /// start, softplus under Adam from the shoulder still on it after a few steps, and
 /// the lift's claims tested per (start, optimiser) under this experiment's name.
 #[test]
@@ -557,10 +557,12 @@ fn lift_flow_2d_sgd_study_covers_both_starts_with_the_flows_columns() {
     let (study, choice) = (&tables[3], &tables[4]);
     assert!(
         study.title.starts_with("lift-flow-2d: plain SGD")
-            && study.title.contains("Adam at the authors' 0.005")
+            && study.title.contains("the authors' Adam (rate 0.005)")
     );
     assert!(!study.headers.iter().any(|h| h == "total variation"));
     assert_eq!(study.headers[4], "test NLL");
+    assert_eq!(study.headers[5], "ICNN term's scale softplus(a) at the end");
+    assert_eq!(study.headers[6], "shoulder occupancy at the end");
     assert_eq!(study.rows.len(), 12);
     assert_eq!(choice.rows.len(), 16);
     assert_eq!(choice.rows.iter().filter(|r| r[4].contains('←')).count(), 8);
@@ -572,7 +574,7 @@ fn lift_flow_2d_sgd_study_covers_both_starts_with_the_flows_columns() {
         })
         .unwrap();
     assert!(
-        softplus_adam_on_shoulder[5].starts_with("1.000"),
+        softplus_adam_on_shoulder[6].starts_with("1.000"),
         "{softplus_adam_on_shoulder:?}"
     );
     assert_eq!(study.evidence.len(), 9);

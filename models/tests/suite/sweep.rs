@@ -186,8 +186,9 @@ fn llqr_sam_shards_merge_to_the_whole_run() {
     );
 }
 
-/// The closed-form comparison: the validation choice runs in every shard (the
-/// cells depend on it), the method × batch × seed cells are split.
+/// The closed-form comparison: the validation scores are shared cells (every
+/// shard computes them, since its cells depend on the choice; the merge replays
+/// them), the method × batch × seed cells are split.
 #[test]
 fn closed_form_regression_shards_merge_to_the_whole_run() {
     shards_merge_to_the_whole_run(

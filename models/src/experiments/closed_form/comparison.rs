@@ -237,7 +237,7 @@ impl Comparison<'_> {
         // chosen[m][j]: the value of method m at batch j (None: every value failed).
         let chosen = match &self.selection {
             Some(sel) => {
-                let (table, chosen) = self.select(sel, grid.seeds()[0])?;
+                let (table, chosen) = self.select(sel, grid)?;
                 tables.push(table);
                 chosen
             }
@@ -252,9 +252,10 @@ impl Comparison<'_> {
     }
 
     /// Every method's value per batch size, chosen on the validation split at
-    /// `seed`, and the table of every value's score.
-    fn select(&self, sel: &Selection, seed: u64) -> Result<(Table, Vec<Vec<Option<f64>>>)> {
-        let (s, digits) = (self.settings, self.digits);
+    /// `grid`'s first seed (each score a shared cell of its sweep), and the table
+    /// of every value's score.
+    fn select(&self, sel: &Selection, grid: &Grid) -> Result<(Table, Vec<Vec<Option<f64>>>)> {
+        let (s, digits, seed) = (self.settings, self.digits, grid.seeds()[0]);
         let headers = self.headers(&["method", "value"], None);
         let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
         let mut table = Table::new(
@@ -277,21 +278,25 @@ impl Comparison<'_> {
                 .iter()
                 .map(|&b| {
                     choose(values, sel.task.better, sel.extensions, |v| {
-                        let batch = b.min(sel.task.train.len());
-                        let settings = with_value(m, s, v);
-                        let run = run_arm(
-                            m,
-                            &sel.task,
-                            (batch, seed),
-                            &settings,
-                            &mut Metrics::default(),
-                        );
-                        // A failed solve disqualifies the value; anything else is an error.
-                        match run {
-                            Ok(r) => Ok(r.last),
-                            Err(tensor::Error::Numerical { .. }) => Ok(f64::NAN),
-                            Err(e) => Err(e),
-                        }
+                        let key =
+                            format!("choice/{}/{}/value{v}/seed{seed}", m.tag(), self.setting(b));
+                        grid.shared_score(&key, || {
+                            let batch = b.min(sel.task.train.len());
+                            let settings = with_value(m, s, v);
+                            let run = run_arm(
+                                m,
+                                &sel.task,
+                                (batch, seed),
+                                &settings,
+                                &mut Metrics::default(),
+                            );
+                            // A failed solve disqualifies the value; anything else is an error.
+                            match run {
+                                Ok(r) => Ok(r.last),
+                                Err(tensor::Error::Numerical { .. }) => Ok(f64::NAN),
+                                Err(e) => Err(e),
+                            }
+                        })
                     })
                 })
                 .collect::<tensor::Result<Vec<Choice>>>()?;

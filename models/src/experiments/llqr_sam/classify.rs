@@ -412,14 +412,15 @@ impl Data {
     }
 }
 
-/// One validation choice per noise level from `grid` (its values named `key` in
-/// the series): `arm_at(level, value)` trained on each level's fitting split and
-/// scored by its accuracy (%) on the held-out split.
+/// One validation choice per noise level from `values` (named `key` in the
+/// series): `arm_at(level, value)` trained on each level's fitting split at the
+/// grid's first seed and scored by its accuracy (%) on the held-out split, each
+/// score a shared cell of the grid's sweep.
 fn choose_per_level(
     o: &Options,
     (data, splits): (&Data, &[(Dataset, Dataset)]),
-    seed: u64,
-    (grid, key): (&[f64], &str),
+    grid: &Grid,
+    (values, key): (&[f64], &str),
     arm_at: impl Fn(usize, f64) -> Arm,
 ) -> Result<Vec<Choice>> {
     let choices = splits
@@ -427,22 +428,25 @@ fn choose_per_level(
         .zip(&data.levels)
         .enumerate()
         .map(|(level, ((fit, held_out), &noise))| {
-            choose(grid, Better::Higher, o.extensions, |value| {
+            choose(values, Better::Higher, o.extensions, |value| {
                 let arm = arm_at(level, value);
                 let series = format!(
                     "choice/{}/{}/{key}{value}",
                     arm.method.tag(),
                     level_name(noise)
                 );
-                let r = train_arm(
-                    &arm,
-                    (fit, held_out),
-                    seed,
-                    &series,
-                    o.quiet,
-                    &mut Metrics::default(),
-                )?;
-                Ok(r.accuracy)
+                let seed = grid.seeds()[0];
+                grid.shared_score(&format!("{series}/seed{seed}"), || {
+                    let r = train_arm(
+                        &arm,
+                        (fit, held_out),
+                        seed,
+                        &series,
+                        o.quiet,
+                        &mut Metrics::default(),
+                    )?;
+                    Ok(r.accuracy)
+                })
             })
         })
         .collect::<tensor::Result<Vec<Choice>>>()?;
@@ -794,10 +798,11 @@ fn noise_table(title: &str, (before, after): (&[&str], &[&str]), levels: &[f64])
 }
 
 /// ρ per arm (in `o.arms`' order) and noise level: chosen on the validation split
-/// at `seed` for the arms that perturb when the grid has several values, the
-/// grid's one value otherwise; with the table of every scored value when a choice
-/// was made.
-fn choose_rhos(o: &Options, data: &Data, seed: u64) -> Result<(Vec<Vec<f64>>, Option<Table>)> {
+/// at `grid`'s first seed for the arms that perturb when the ρ grid has several
+/// values, its one value otherwise; with the table of every scored value when a
+/// choice was made.
+fn choose_rhos(o: &Options, data: &Data, grid: &Grid) -> Result<(Vec<Vec<f64>>, Option<Table>)> {
+    let seed = grid.seeds()[0];
     let n_levels = data.levels.len();
     if !o.chooses() {
         return Ok((vec![vec![o.rhos[0]; n_levels]; o.arms.len()], None));
@@ -818,7 +823,7 @@ fn choose_rhos(o: &Options, data: &Data, seed: u64) -> Result<(Vec<Vec<f64>>, Op
             chosen.push(vec![0.0; n_levels]);
             continue;
         }
-        let choices = choose_per_level(o, (data, &splits), seed, (&o.rhos, "rho"), |_, rho| {
+        let choices = choose_per_level(o, (data, &splits), grid, (&o.rhos, "rho"), |_, rho| {
             o.arm(method, rho, o.hyper.lr)
         })?;
         choice_rows(&mut table, &method.name(), &choices);
@@ -865,15 +870,17 @@ fn with_sams_rho(o: &Options, mut chosen: Vec<Vec<f64>>) -> Vec<Vec<f64>> {
 }
 
 /// The outer learning rate per arm (in `o.arms`' order) and noise level: chosen on
-/// the validation split at `seed`, at the arm's ρ from `rhos`, for the arms that
-/// retune it when `--converged-lrs` has several values; the run's `--lr` for the
-/// others; with the table of every scored value when a choice was made.
+/// the validation split at `grid`'s first seed, at the arm's ρ from `rhos`, for
+/// the arms that retune it when `--converged-lrs` has several values; the run's
+/// `--lr` for the others; with the table of every scored value when a choice was
+/// made.
 fn choose_lrs(
     o: &Options,
     data: &Data,
-    seed: u64,
+    grid: &Grid,
     rhos: &[Vec<f64>],
 ) -> Result<(Vec<Vec<f64>>, Option<Table>)> {
+    let seed = grid.seeds()[0];
     let n_levels = data.levels.len();
     let mut chosen = vec![vec![o.hyper.lr; n_levels]; o.arms.len()];
     let retuned: Vec<usize> = (0..o.arms.len())
@@ -904,7 +911,7 @@ fn choose_lrs(
         let choices = choose_per_level(
             o,
             (data, &splits),
-            seed,
+            grid,
             (&o.converged_lrs, "lr"),
             |level, lr| o.arm(method, rhos[k][level], lr),
         )?;
@@ -1177,8 +1184,8 @@ pub fn run(cfg: &RunConfig) -> Result<Vec<Table>> {
     let mut grid = Grid::new(cfg, cfg.seed_list(3, 5)?);
     let (mut metrics, mut model) = (Metrics::default(), Vec::new());
     let source = images.description.as_str();
-    let (rhos, choice_table) = choose_rhos(&o, &data, grid.seeds()[0])?;
-    let (lrs, lr_table) = choose_lrs(&o, &data, grid.seeds()[0], &rhos)?;
+    let (rhos, choice_table) = choose_rhos(&o, &data, &grid)?;
+    let (lrs, lr_table) = choose_lrs(&o, &data, &grid, &rhos)?;
     let mut tables: Vec<Table> = choice_table.into_iter().chain(lr_table).collect();
     tables.extend(headline(
         &o,
