@@ -196,16 +196,23 @@ pub fn burgers_cache(bytes: &[u8]) {
 }
 
 /// Arbitrary bytes as a sweep's `cells.txt` and as a shard's journal: what the
-/// cells reader accepts writes back to the same text; the journal reader either
-/// refuses or gives cells its own shard owns.
+/// cells reader accepts writes back to the same text; both readers either refuse
+/// or give cells their shard owns or every shard shares.
 pub fn cells(bytes: &[u8]) {
     let Ok(text) = std::str::from_utf8(bytes) else {
         return;
     };
     if let Ok(file) = models::sweep::ShardFile::parse(text, "fuzz") {
         assert_eq!(file.to_text(), text, "cells.txt does not round-trip");
+        assert!(file
+            .cells
+            .iter()
+            .all(|c| c.shared || file.shard.owns(c.position)));
     }
     if let Ok(journal) = models::sweep::Journal::parse(text, "fuzz") {
-        assert!(journal.cells.iter().all(|c| journal.shard.owns(c.position)));
+        assert!(journal
+            .cells
+            .iter()
+            .all(|c| c.shared || journal.shard.owns(c.position)));
     }
 }

@@ -13,9 +13,6 @@ use std::path::Path;
 pub const FILE: &str = "cells.partial";
 const MAGIC: &str = "models cells journal v2";
 
-/// The format before shared cells, still read (it holds none).
-const MAGIC_V1: &str = "models cells journal v1";
-
 /// What a shard's journal holds: which run it belongs to, the build that ran it,
 /// and the cells it finished.
 #[derive(Clone, Debug)]
@@ -64,7 +61,7 @@ impl Journal {
     /// while writing it) is dropped, to be computed again.
     pub fn parse(text: &str, origin: &str) -> Result<Journal> {
         let mut lines = text.lines().enumerate();
-        if !matches!(lines.next().map(|(_, l)| l), Some(MAGIC | MAGIC_V1)) {
+        if lines.next().map(|(_, l)| l) != Some(MAGIC) {
             return Err(Error::refused(
                 "resume",
                 format!("{origin} is not a shard journal (no '{MAGIC}' line)"),

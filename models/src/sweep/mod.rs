@@ -631,6 +631,8 @@ mod tests {
         let reordered = shard_file::reseal(&text.replace("cell\t2\t", "cell\t0\t"));
         assert!(err(&reordered).contains("out of order"));
         assert!(err("hello").contains("not a cells file"));
+        let older = text.replacen("models cells v3", "models cells v2", 1);
+        assert!(err(&older).contains("older build"), "{}", err(&older));
         // No folders, or a folder without cells.txt (a whole run's, or a merge's).
         assert!(gather(&[]).unwrap_err().to_string().contains("usage"));
         let dir = std::env::temp_dir().join(format!("sweep-no-cells-{}", std::process::id()));

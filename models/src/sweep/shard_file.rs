@@ -7,7 +7,7 @@ use std::path::Path;
 
 const MAGIC: &str = "models cells v3";
 
-/// The format before shared cells, still read (it holds none).
+/// The first line of the format before shared cells, refused with its own reason.
 const MAGIC_V2: &str = "models cells v2";
 
 /// What a shard folder's `cells.txt` holds.
@@ -69,8 +69,15 @@ impl ShardFile {
             t.parse()
                 .map_err(|_| bad(line, &format!("'{t}' is not a count")))
         };
-        if !matches!(text.lines().next(), Some(MAGIC | MAGIC_V2)) {
-            return Err(bad(0, &format!("not a cells file (no '{MAGIC}' line)")));
+        match text.lines().next() {
+            Some(MAGIC) => {}
+            Some(MAGIC_V2) => {
+                return Err(bad(
+                    0,
+                    "a cells file of an older build (v2): merge it with the build that ran it",
+                ));
+            }
+            _ => return Err(bad(0, &format!("not a cells file (no '{MAGIC}' line)"))),
         }
         let body_end = text
             .rfind("checksum\t")
