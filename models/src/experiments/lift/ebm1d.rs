@@ -288,13 +288,7 @@ fn train_one(run: &Run1d, metrics: &mut Metrics) -> Result<RunResult> {
     let pin = target.sample(256, &mut Rng::new(12345))?;
     let test = Var::constant(target.sample(4000, &mut Rng::new(777))?);
     let validation = Var::constant(target.sample(4000, &mut Rng::new(778))?);
-    let regime = match (rule, convention) {
-        (Rule::Adam(_), Convention::Ebm) => String::new(),
-        (Rule::Sgd(c), Convention::Shoulder(l)) => format!("/sgd{}/start{l}", c.lr),
-        (Rule::Sgd(c), _) => format!("/sgd{}", c.lr),
-        (Rule::Adam(c), Convention::Shoulder(l)) => format!("/adam{}/start{l}", c.lr),
-        (Rule::Adam(c), _) => format!("/adam{}", c.lr),
-    };
+    let regime = shoulder::regime(rule, convention);
     let series = format!(
         "{}/{}{regime}/seed{seed}",
         cell_name(strategy, lift.variant),

@@ -260,12 +260,7 @@ impl FlowRun {
         let pin = self.target.sample(128, &mut Rng::new(12345))?;
         let test = self.target.sample(2000, &mut Rng::new(777))?;
         let validation = self.target.sample(2000, &mut Rng::new(778))?;
-        let regime = match (&self.rule, self.convention) {
-            (Rule::Adam(c), Convention::Shoulder(l)) => format!("/adam{}/start{l}", c.lr),
-            (Rule::Sgd(c), Convention::Shoulder(l)) => format!("/sgd{}/start{l}", c.lr),
-            (Rule::Sgd(c), _) => format!("/sgd{}", c.lr),
-            (Rule::Adam(_), _) => String::new(),
-        };
+        let regime = shoulder::regime(&self.rule, self.convention);
         let series = format!(
             "{}/{}/slack{}{regime}/seed{}",
             self.cell(),

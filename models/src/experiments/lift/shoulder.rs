@@ -124,6 +124,18 @@ impl StudyTables {
     }
 }
 
+/// The series-name suffix of a run trained by `rule` from `start`: empty for
+/// Adam from the experiment's own start (the headline's runs), else the
+/// optimiser, its rate and a shoulder start's latent.
+pub fn regime(rule: &Rule, start: Convention) -> String {
+    match (rule, start) {
+        (Rule::Sgd(c), Convention::Shoulder(l)) => format!("/sgd{}/start{l}", c.lr),
+        (Rule::Sgd(c), _) => format!("/sgd{}", c.lr),
+        (Rule::Adam(c), Convention::Shoulder(l)) => format!("/adam{}/start{l}", c.lr),
+        (Rule::Adam(_), _) => String::new(),
+    }
+}
+
 /// A start's name in the tables.
 fn start_name(start: Convention) -> String {
     match start {

@@ -231,12 +231,7 @@ impl TabularRun<'_> {
             &extra,
             &mut rng,
         )?;
-        let regime = match (&self.rule, self.convention) {
-            (Rule::Adam(c), Convention::Shoulder(l)) => format!("/adam{}/start{l}", c.lr),
-            (Rule::Sgd(c), Convention::Shoulder(l)) => format!("/sgd{}/start{l}", c.lr),
-            (Rule::Sgd(c), _) => format!("/sgd{}", c.lr),
-            (Rule::Adam(_), _) => String::new(),
-        };
+        let regime = shoulder::regime(&self.rule, self.convention);
         let series = format!("{}{regime}/seed{}", self.strategy.name(), self.seed);
         let loss = |m: &Model, w: &[Var<f64>], b: &Tensor<f64>| -> tensor::Result<Var<f64>> {
             log_density(m, w, b, true)?.mean_all()?.neg()
